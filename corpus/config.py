@@ -1,0 +1,235 @@
+"""The experiment config: one YAML per experiment, validated into pydantic models at load.
+
+Every later stage reads its settings from here; nothing reads environment variables or globals
+for experiment settings. `load_experiment(path)` raises `ConfigError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message names the file and the key."""
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+class SampleInput(StrictModel):
+    """Generate the embedded sample WARC (corpus.sample) under the output root."""
+
+    pages: int = Field(300, ge=1)
+    seed: int = 0
+
+
+class CommonCrawlInput(StrictModel):
+    """WARC files of Common Crawl snapshots, the same files for every arm.
+
+    From each snapshot's `warc.paths.gz`, `files_per_snapshot` paths are drawn with a seeded
+    generator, so the selection is reproducible and independent of the arm.
+    """
+
+    snapshots: list[str] = Field(min_length=1)
+    files_per_snapshot: int = Field(ge=1)
+    seed: int = 0
+    base_url: str = "s3://commoncrawl/"
+
+    @field_validator("snapshots")
+    @classmethod
+    def _snapshot_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name.startswith("CC-MAIN-"):
+                raise ValueError(f"snapshot {name!r} is not a Common Crawl name like CC-MAIN-2024-10")
+        return names
+
+
+class InputsConfig(StrictModel):
+    """Exactly one source of WARC records."""
+
+    warc: list[str] | None = None  # local paths or globs, relative to the working directory
+    common_crawl: CommonCrawlInput | None = None
+    sample: SampleInput | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> InputsConfig:
+        given = [k for k in ("warc", "common_crawl", "sample") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of warc, common_crawl, sample (got {given or 'none'})")
+        if self.warc is not None:
+            for pattern in self.warc:
+                if "://" not in pattern and not glob.glob(pattern):
+                    raise ValueError(f"no file matches {pattern!r}")
+        return self
+
+
+# ---------------------------------------------------------------- executor and resources
+
+
+class Resources(StrictModel):
+    """How many datatrove tasks an arm runs, and where.
+
+    `tasks` splits the input files; `workers` is how many run at once (local processes, or the
+    Slurm array's parallelism). The Slurm fields are ignored by the local executor.
+    """
+
+    tasks: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)
+    partition: str = "cpu"
+    cpus_per_task: int = Field(1, ge=1)
+    mem_per_cpu_gb: int = Field(2, ge=1)
+    gpus_per_task: int = Field(0, ge=0)
+    time: str = "04:00:00"
+    qos: str = "normal"
+
+
+class ExecutorConfig(StrictModel):
+    kind: Literal["local", "slurm"] = "local"
+    # Slurm only: a command run before each task (e.g. `source .venv/bin/activate`).
+    env_command: str | None = None
+    job_name_prefix: str = "xsuite"
+
+
+# ---------------------------------------------------------------- arms
+
+
+class TrafilaturaOptions(StrictModel):
+    """Options of datatrove's Trafilatura step (its `deduplicate` cache is always off: it blanks
+    paragraphs already seen in earlier documents of the same process)."""
+
+    output_format: Literal["markdown", "txt"] = "markdown"
+    favour_precision: bool = True
+    include_tables: bool = True
+    timeout_s: float = Field(10.0, gt=0)
+
+
+class VllmLabelerConfig(StrictModel):
+    """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
+
+    kind: Literal["vllm"]
+    model: str = DEFAULT_DRIPPER_MODEL
+    max_context_tokens: int = Field(32768, ge=256)
+    max_output_tokens: int = Field(4096, ge=16)
+    prompt_version: str = "short_compact"
+    gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
+    dtype: str = "auto"
+    engine_kwargs: dict = Field(default_factory=dict)
+
+
+class EndpointLabelerConfig(StrictModel):
+    """The same requests sent to an OpenAI-compatible server someone already runs."""
+
+    kind: Literal["endpoint"]
+    url: str  # base URL, e.g. http://gpu-node:8000/v1
+    model: str = DEFAULT_DRIPPER_MODEL
+    api_key: str = "EMPTY"
+    max_context_tokens: int = Field(32768, ge=256)
+    max_output_tokens: int = Field(4096, ge=16)
+    prompt_version: str = "short_compact"
+    concurrency: int = Field(16, ge=1)
+    timeout_s: float = Field(600.0, gt=0)
+    retries: int = Field(2, ge=0)
+
+
+LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig], Field(discriminator="kind")]
+
+
+class TrafilaturaArm(StrictModel):
+    extractor: Literal["trafilatura"]
+    options: TrafilaturaOptions = TrafilaturaOptions()
+    resources: Resources = Resources()
+
+
+class DripperArm(StrictModel):
+    """mineru-html simplification -> block labels -> mapping back -> Markdown.
+
+    Pages the labeler cannot take (over the context, labeler or parse error) fall back to
+    Trafilatura with `fallback` options; every fallback is counted with its reason.
+    """
+
+    extractor: Literal["dripper"]
+    labeler: LabelerConfig
+    markdown: Literal["html2text", "mineru"] = "html2text"
+    batch_pages: int = Field(64, ge=1)
+    fallback: TrafilaturaOptions = TrafilaturaOptions()
+    resources: Resources = Resources()
+
+
+ArmConfig = Annotated[Union[TrafilaturaArm, DripperArm], Field(discriminator="extractor")]
+
+
+class ExtractionConfig(StrictModel):
+    """Record-level limits applied identically before every arm."""
+
+    max_html_bytes: int = Field(5_000_000, ge=1)
+    # decoded text with more control characters than this is binary, not HTML
+    max_control_char_ratio: float = Field(0.05, ge=0, le=1)
+
+
+# ---------------------------------------------------------------- experiment
+
+
+class ExperimentConfig(StrictModel):
+    name: str
+    output_root: Path
+    inputs: InputsConfig
+    extraction: ExtractionConfig = ExtractionConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+    arms: dict[str, ArmConfig] = Field(min_length=1)
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_names(cls, arms: dict) -> dict:
+        for name in arms:
+            if not name.replace("_", "").replace("-", "").isalnum():
+                raise ValueError(f"arm name {name!r} must be letters, digits, '-' or '_' (it names folders)")
+        return arms
+
+    @model_validator(mode="after")
+    def _one_engine_per_gpu(self) -> ExperimentConfig:
+        for name, arm in self.arms.items():
+            if isinstance(arm, DripperArm) and arm.labeler.kind == "vllm":
+                if self.executor.kind == "local" and arm.resources.workers != 1:
+                    raise ValueError(
+                        f"arms.{name}.resources.workers: a local vLLM labeler runs one engine; "
+                        "set workers: 1 (or use an endpoint labeler for parallel workers)"
+                    )
+        return self
+
+    def arm_dir(self, arm: str) -> Path:
+        return self.output_root / "extract" / arm
+
+
+def _format_errors(path: Path, err: ValidationError) -> str:
+    lines = [f"{path}: invalid experiment config"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        lines.append(f"  {key}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return ExperimentConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_errors(path, e)) from None

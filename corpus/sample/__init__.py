@@ -1,0 +1,147 @@
+"""The embedded sample: a WARC of generated pages with known main content, plus bad records.
+
+`python -m corpus.sample --out DIR --pages N --seed S` writes `DIR/sample.warc.gz` and
+`DIR/gold.jsonl` (one line per response record: its WARC-Record-ID, URL, template, language,
+gold main content as HTML and text, and `expect`: `extract` or the drop reason the record
+guard must give it). Same seed, same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from corpus.sample.pages import TEMPLATES, Block, Page, chinese_article, news_article
+
+SITES = ["dailyherald.example", "techbits.example", "homecook.example", "wanderlog.example",
+         "forum.example", "docs.example", "shop.example", "science-notes.example", "xinwen.example"]
+
+
+@dataclass
+class SampleRecord:
+    """One response record to write: payload bytes, HTTP content type, and what to expect."""
+
+    url: str
+    payload: bytes
+    content_type: str | None
+    expect: str  # "extract" or the guard's drop reason
+    page: Page | None = None
+    note: str = ""
+
+
+def generate_pages(n: int, seed: int) -> list[Page]:
+    """n pages cycling through every template, each drawn from its own seeded generator."""
+    names = list(TEMPLATES)
+    pages = []
+    for i in range(n):
+        rng = random.Random(f"{seed}:{i}")
+        template = names[i % len(names)]
+        site = "xinwen.example" if template == "zh_article" else rng.choice(SITES[:-1])
+        url = f"https://{site}/{template}/{seed}-{i}-{rng.randrange(10**6)}.html"
+        pages.append(TEMPLATES[template](rng, url, site))
+    return pages
+
+
+def _bad_records(seed: int) -> list[SampleRecord]:
+    """The records a real crawl throws at an extractor, one of each kind."""
+    rng = random.Random(f"{seed}:bad")
+    out = []
+
+    page = news_article(rng, "https://dailyherald.example/legacy/cp1252.html", "dailyherald.example")
+    extra = "Caf\u00e9 owners na\u00efvely priced the cr\u00e8me br\u00fbl\u00e9e at \u20ac4."
+    last = page.main[-1].html
+    html = page.html.replace('<meta charset="utf-8">', "").replace(last, f"{last}<p>{extra}</p>", 1)
+    page.main.append(Block(f"<p>{extra}</p>", extra))
+    out.append(SampleRecord(page.url, html.encode("cp1252"), "text/html; charset=windows-1252",
+                            "extract", page, "cp1252 bytes, charset declared in HTTP header"))
+
+    page = chinese_article(rng, "https://xinwen.example/legacy/gbk.html", "xinwen.example")
+    html = page.html.replace('<meta charset="utf-8">', "")
+    out.append(SampleRecord(page.url, html.encode("gb18030"), "text/html", "extract", page,
+                            "GB18030 bytes, no charset anywhere"))
+
+    page = news_article(rng, "https://dailyherald.example/broken/truncated.html", "dailyherald.example")
+    raw = page.html.encode("utf-8")
+    cut = raw[: int(len(raw) * 0.6)]
+    out.append(SampleRecord(page.url, cut + b"<div class=\"unclosed", "text/html; charset=utf-8", "extract", None,
+                            "HTML cut off mid-tag"))
+
+    out.append(SampleRecord("https://dailyherald.example/empty.html", b"", "text/html", "empty", None, "empty body"))
+    png = b"\x89PNG\r\n\x1a\n" + bytes(rng.randrange(256) for _ in range(2048))
+    out.append(SampleRecord("https://cdn.example/logo.png", png, "image/png", "not_html", None, "image record"))
+    out.append(SampleRecord("https://docs.example/robots.txt", b"User-agent: *\nDisallow: /private/\n",
+                            "text/plain", "not_html", None, "plain-text record"))
+    binary = bytes(rng.randrange(256) for _ in range(4096))
+    out.append(SampleRecord("https://shop.example/download.html", binary, "text/html", "undecodable", None,
+                            "binary bytes served as text/html"))
+
+    page = news_article(rng, "https://dailyherald.example/huge/page.html", "dailyherald.example")
+    filler = "<tr><td>" + "data " * 40 + "</td></tr>"
+    huge = page.html.replace("</body>", "<table>" + filler * (5_300_000 // len(filler)) + "</table></body>")
+    out.append(SampleRecord(page.url, huge.encode("utf-8"), "text/html; charset=utf-8", "too_large", None,
+                            "page over 5 MB"))
+    return out
+
+
+def _http_headers(content_type: str | None, length: int) -> StatusAndHeaders:
+    headers = [("Server", "nginx"), ("Content-Length", str(length))]
+    if content_type:
+        headers.insert(0, ("Content-Type", content_type))
+    return StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")
+
+
+def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
+    """Write the WARC and its gold JSONL; returns their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(f"{seed}:warc")
+    records = [SampleRecord(p.url, p.html.encode("utf-8"),
+                            "text/html; charset=utf-8" if rng.random() < 0.8 else "text/html", "extract", p)
+               for p in generate_pages(pages, seed)]
+    bad = _bad_records(seed)
+    for rec in bad:  # spread the bad records through the file, deterministically
+        records.insert(rng.randrange(len(records) + 1), rec)
+
+    warc_path, gold_path = out_dir / "sample.warc.gz", out_dir / "gold.jsonl"
+    start = datetime(2024, 3, 1, tzinfo=timezone.utc) + timedelta(days=seed % 365)
+    with open(warc_path, "wb") as fh, open(gold_path, "w", encoding="utf-8") as gold:
+        writer = WARCWriter(fh, gzip=True)
+        new_id = lambda: f"<urn:uuid:{uuid.UUID(int=rng.getrandbits(128), version=4)}>"  # noqa: E731
+        info = writer.create_warcinfo_record("sample.warc.gz", {"software": "corpus.sample", "seed": str(seed)})
+        info.rec_headers.replace_header("WARC-Record-ID", new_id())
+        info.rec_headers.replace_header("WARC-Date", start.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        writer.write_record(info)
+        for i, rec in enumerate(records):
+            record_id = new_id()
+            date = (start + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if i % 10 == 0:  # crawls interleave request records; they are not documents
+                req = writer.create_warc_record(rec.url, "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n"),
+                                                warc_headers_dict={"WARC-Record-ID": new_id(), "WARC-Date": date})
+                writer.write_record(req)
+            warc_headers = {"WARC-Record-ID": record_id, "WARC-Date": date}
+            response = writer.create_warc_record(
+                rec.url, "response", payload=io.BytesIO(rec.payload),
+                http_headers=_http_headers(rec.content_type, len(rec.payload)), warc_headers_dict=warc_headers,
+            )
+            writer.write_record(response)
+            p = rec.page
+            gold.write(json.dumps({
+                "id": record_id, "url": rec.url, "expect": rec.expect, "note": rec.note,
+                "template": p.template if p else None, "lang": p.lang if p else None,
+                "title": p.title if p else None,
+                "gold_html": p.gold_html if p else None, "gold_text": p.gold_text if p else None,
+                "page_html": p.html if p else None,
+            }, ensure_ascii=False) + "\n")
+    return warc_path, gold_path
+
+
+def read_gold(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
