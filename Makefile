@@ -28,8 +28,14 @@ endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
 	touch $(STAMP)
 
-demo: setup
-	$(PY) -m corpus.demo configs/local.yaml
+DEMO_LABELER = out/local/models/random-labeler
+
+# The demo is the user's own commands on the embedded default config.
+demo: setup $(DEMO_LABELER)/config.json
+	bash slurm/extract.sh configs/local.yaml
+
+$(DEMO_LABELER)/config.json: | setup
+	$(PY) -m corpus.labelers.random_model --out $(DEMO_LABELER)
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -114,6 +114,14 @@ class TrafilaturaOptions(StrictModel):
     timeout_s: float = Field(10.0, gt=0)
 
 
+def _check_local_model(value: str) -> str:
+    """A model given as a path ('/', './', '../') must be a Hugging Face folder; anything else is
+    a hub id, fetched by whoever loads it (a cluster job, never a test)."""
+    if value.startswith(("/", "./", "../")) and not (Path(value) / "config.json").is_file():
+        raise ValueError(f"{value!r} is not a model folder (no config.json); build or download it first")
+    return value
+
+
 class VllmLabelerConfig(StrictModel):
     """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
 
@@ -126,6 +134,8 @@ class VllmLabelerConfig(StrictModel):
     dtype: str = "auto"
     engine_kwargs: dict = Field(default_factory=dict)
 
+    _model_exists = field_validator("model")(_check_local_model)
+
 
 class EndpointLabelerConfig(StrictModel):
     """The same requests sent to an OpenAI-compatible server someone already runs."""
@@ -137,6 +147,7 @@ class EndpointLabelerConfig(StrictModel):
     max_context_tokens: int = Field(32768, ge=256)
     max_output_tokens: int = Field(4096, ge=16)
     prompt_version: str = "short_compact"
+    tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
     concurrency: int = Field(16, ge=1)
     timeout_s: float = Field(600.0, gt=0)
     retries: int = Field(2, ge=0)
@@ -195,17 +206,6 @@ class ExperimentConfig(StrictModel):
             if not name.replace("_", "").replace("-", "").isalnum():
                 raise ValueError(f"arm name {name!r} must be letters, digits, '-' or '_' (it names folders)")
         return arms
-
-    @model_validator(mode="after")
-    def _one_engine_per_gpu(self) -> ExperimentConfig:
-        for name, arm in self.arms.items():
-            if isinstance(arm, DripperArm) and arm.labeler.kind == "vllm":
-                if self.executor.kind == "local" and arm.resources.workers != 1:
-                    raise ValueError(
-                        f"arms.{name}.resources.workers: a local vLLM labeler runs one engine; "
-                        "set workers: 1 (or use an endpoint labeler for parallel workers)"
-                    )
-        return self
 
     def arm_dir(self, arm: str) -> Path:
         return self.output_root / "extract" / arm

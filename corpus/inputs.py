@@ -1,0 +1,54 @@
+"""Resolve an experiment's inputs to one list of WARC files, the same for every arm.
+
+The list is written once to `<output_root>/inputs/warc_paths.txt` (paths relative to a base
+folder or URL) and every arm's reader reads exactly those files.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import random
+from pathlib import Path
+
+from corpus.config import CommonCrawlInput, ExperimentConfig
+
+
+def select_common_crawl(cc: CommonCrawlInput) -> list[str]:
+    """`files_per_snapshot` paths from each snapshot's warc.paths.gz, drawn with a seeded generator."""
+    import fsspec
+
+    selected = []
+    for snapshot in cc.snapshots:
+        url = f"{cc.base_url.rstrip('/')}/crawl-data/{snapshot}/warc.paths.gz"
+        with fsspec.open(url, "rb") as f:
+            paths = gzip.decompress(f.read()).decode().split()
+        if len(paths) < cc.files_per_snapshot:
+            raise ValueError(f"{snapshot} lists {len(paths)} WARC files, fewer than files_per_snapshot={cc.files_per_snapshot}")
+        rng = random.Random(f"{cc.seed}:{snapshot}")
+        selected += sorted(rng.sample(sorted(paths), cc.files_per_snapshot))
+    return selected
+
+
+def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
+    """(base folder or URL, paths file) for the readers; generates the sample if configured."""
+    out = config.output_root / "inputs"
+    out.mkdir(parents=True, exist_ok=True)
+    paths_file = out / "warc_paths.txt"
+    inputs = config.inputs
+    if inputs.sample is not None:
+        from corpus.sample import write_sample
+
+        sample_dir = config.output_root / "sample"
+        if not (sample_dir / "sample.warc.gz").exists():
+            write_sample(sample_dir, inputs.sample.pages, inputs.sample.seed)
+        base, paths = str(sample_dir.resolve()), ["sample.warc.gz"]
+    elif inputs.common_crawl is not None:
+        base, paths = inputs.common_crawl.base_url, select_common_crawl(inputs.common_crawl)
+    else:
+        files = sorted({os.path.abspath(p) for pattern in inputs.warc for p in glob.glob(pattern)})
+        base = os.path.commonpath(files) if len(files) > 1 else os.path.dirname(files[0])
+        paths = [os.path.relpath(p, base) for p in files]
+    paths_file.write_text("\n".join(paths) + "\n")
+    return base, paths_file

@@ -1,0 +1,130 @@
+"""Per-arm accounting of the extraction stage, read from datatrove's own per-task stats.
+
+    python -m corpus.summary CONFIG
+
+For each arm: records read, dropped by the record guard (by reason), extracted, extracted by
+fallback (by reason), dropped by the extractor (by reason), documents and characters out. The
+identity `records = extracted + fallbacks + drops` is checked and reported as `balanced`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from corpus.arms import extractor_accounting
+from corpus.config import ConfigError, ExperimentConfig, load_experiment
+
+# pipeline positions, as built by corpus.arms.extraction_pipeline
+READER, GUARD, EXTRACTOR, WRITER = range(4)
+
+
+def _counters(step: dict) -> dict[str, int]:
+    """A step's counters: datatrove stores each as a metric whose `total` is the count."""
+    out = {}
+    for key, value in step["stats"].items():
+        out[key] = int(value["total"]) if isinstance(value, dict) else int(value)
+    return out
+
+
+def merged_stats(logs_dir: Path) -> tuple[list[dict], int]:
+    """Sum the per-task stats files (written by every executor); returns (steps, task count)."""
+    from datatrove.utils.stats import PipelineStats
+
+    files = sorted((logs_dir / "stats").glob("*.json"))
+    total = PipelineStats()
+    for f in files:
+        total = total + PipelineStats.from_json(json.loads(f.read_text()))
+    return json.loads(total.to_json()), len(files)
+
+
+def summarize_arm(config: ExperimentConfig, arm_name: str) -> dict:
+    arm = config.arms[arm_name]
+    steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs")
+    if not steps:
+        return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
+                "complete": False}
+    reader, guard, extractor, writer = (_counters(steps[i]) for i in (READER, GUARD, EXTRACTOR, WRITER))
+    guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
+    extracted, fallbacks, extractor_drops = extractor_accounting(arm, extractor)
+    dropped = dict(guard_drops)
+    for reason, n in extractor_drops.items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    records = reader.get("response_records", 0)
+    docs_out = writer.get("total", 0)
+    chars_out = int(steps[EXTRACTOR]["stats"].get("doc_len", {}).get("total", 0))
+    return {
+        "arm": arm_name,
+        "extractor": arm.extractor,
+        "tasks_done": tasks_done,
+        "tasks": arm.resources.tasks,
+        "complete": tasks_done == arm.resources.tasks,
+        "records": records,
+        "extracted": extracted,
+        "fallback": fallbacks,
+        "dropped": dropped,
+        "documents_out": docs_out,
+        "characters_out": chars_out,
+        "balanced": records == extracted + sum(fallbacks.values()) + sum(dropped.values())
+        and docs_out == extracted + sum(fallbacks.values()),
+        "skipped_records": {k: v for k, v in reader.items() if k.startswith("skipped_")},
+    }
+
+
+def write_summary(config: ExperimentConfig, arm_name: str, summary: dict) -> Path:
+    path = config.arm_dir(arm_name) / "summary.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return path
+
+
+def print_summaries(summaries: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Extraction: every record accounted for, per arm")
+    table.add_column("")
+    for s in summaries:
+        table.add_column(s["arm"], justify="right")
+
+    def fmt(counts: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+
+    rows = [
+        ("records in", lambda s: str(s.get("records", "-"))),
+        ("extracted", lambda s: str(s.get("extracted", "-"))),
+        ("fell back", lambda s: f"{sum(s.get('fallback', {}).values())} ({fmt(s.get('fallback', {}))})"),
+        ("dropped", lambda s: f"{sum(s.get('dropped', {}).values())} ({fmt(s.get('dropped', {}))})"),
+        ("documents out", lambda s: str(s.get("documents_out", "-"))),
+        ("characters out", lambda s: f"{s.get('characters_out', 0):,}"),
+        ("tasks done", lambda s: f"{s['tasks_done']}/{s['tasks']}"),
+        ("balanced", lambda s: "yes" if s.get("balanced") else "NO"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(s) for s in summaries))
+    Console(width=max(100, 40 + 45 * len(summaries))).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.summary", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    args = parser.parse_args(argv)
+    try:
+        config = load_experiment(args.config)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    summaries = []
+    for arm_name in config.arms:
+        summary = summarize_arm(config, arm_name)
+        if summary["tasks_done"]:
+            write_summary(config, arm_name, summary)
+        summaries.append(summary)
+    print_summaries(summaries)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
