@@ -129,6 +129,10 @@ class VllmLabelerConfig(StrictModel):
     model: str = DEFAULT_DRIPPER_MODEL
     max_context_tokens: int = Field(32768, ge=256)
     max_output_tokens: int = Field(4096, ge=16)
+    # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
+    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
+    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
+    answer_margin_tokens: int = Field(64, ge=0)
     prompt_version: str = "short_compact"
     gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
     dtype: str = "auto"
@@ -146,6 +150,10 @@ class EndpointLabelerConfig(StrictModel):
     api_key: str = "EMPTY"
     max_context_tokens: int = Field(32768, ge=256)
     max_output_tokens: int = Field(4096, ge=16)
+    # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
+    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
+    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
+    answer_margin_tokens: int = Field(64, ge=0)
     prompt_version: str = "short_compact"
     tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
     concurrency: int = Field(16, ge=1)

@@ -24,6 +24,7 @@ from corpus.labelers.base import BlockLabeler, BlockPage, PageLabels, labels_fro
 logger = logging.getLogger(__name__)
 
 
+
 class MineruBackendLabeler(BlockLabeler):
     """Labels pages with any mineru-html InferenceBackend configured for the compact format."""
 
@@ -110,8 +111,10 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
         init_kwargs = {"gpu_memory_utilization": config.gpu_memory_utilization, "dtype": config.dtype,
                        **config.engine_kwargs}
         backend = create_vllm_backend(config.model, "compact", config.max_context_tokens, init_kwargs, gen_kwargs)
+        backend.setup_llm()  # the engine is built with the full context ...
     else:
         # the backend's model path only serves its tokenizer (chat template, length check) here
         backend = create_vllm_backend(config.tokenizer or config.model, "compact", config.max_context_tokens, {}, gen_kwargs)
         backend._llm = CompletionsClient(config)  # setup_llm() keeps an engine that is already set
+    backend.max_context_window = config.max_context_tokens - config.answer_margin_tokens  # ... the check leaves room
     return MineruBackendLabeler(backend, config.prompt_version)

@@ -1,0 +1,97 @@
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from corpus.config import ConfigError, DripperArm, TrafilaturaArm, load_experiment
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def minimal(tmp_path: Path) -> dict:
+    return {"name": "t", "output_root": str(tmp_path / "out"), "inputs": {"sample": {"pages": 5}},
+            "arms": {"trafilatura": {"extractor": "trafilatura"}}}
+
+
+def test_minimal_config_loads_with_defaults(tmp_path):
+    config = load_experiment(write(tmp_path, minimal(tmp_path)))
+    arm = config.arms["trafilatura"]
+    assert isinstance(arm, TrafilaturaArm)
+    assert arm.options.output_format == "markdown"
+    assert config.extraction.max_html_bytes == 5_000_000
+
+
+def test_unknown_key_is_named(tmp_path):
+    data = minimal(tmp_path)
+    data["arms"]["trafilatura"]["optoins"] = {}
+    with pytest.raises(ConfigError, match=r"exp.yaml.*\n.*arms\.trafilatura\.trafilatura\.optoins: Extra inputs"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_wrong_type_is_named(tmp_path):
+    data = minimal(tmp_path)
+    data["arms"]["trafilatura"]["resources"] = {"tasks": "many"}
+    with pytest.raises(ConfigError, match=r"arms\.trafilatura\.trafilatura\.resources\.tasks"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_unknown_extractor_is_named(tmp_path):
+    data = minimal(tmp_path)
+    data["arms"]["trafilatura"]["extractor"] = "boilerpipe"
+    with pytest.raises(ConfigError, match=r"arms\.trafilatura: Input tag 'boilerpipe'"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_missing_warc_file_is_named(tmp_path):
+    data = minimal(tmp_path)
+    data["inputs"] = {"warc": [str(tmp_path / "nothing-*.warc.gz")]}
+    with pytest.raises(ConfigError, match=r"inputs: .*no file matches .*nothing-\*\.warc\.gz"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_two_input_sources_are_refused(tmp_path):
+    data = minimal(tmp_path)
+    data["inputs"]["common_crawl"] = {"snapshots": ["CC-MAIN-2024-10"], "files_per_snapshot": 1}
+    with pytest.raises(ConfigError, match=r"exactly one of warc, common_crawl, sample"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_missing_local_model_folder_is_named(tmp_path):
+    data = minimal(tmp_path)
+    data["arms"]["dripper"] = {"extractor": "dripper", "labeler": {"kind": "vllm", "model": "./no/such/model"}}
+    with pytest.raises(ConfigError, match=r"arms\.dripper\.dripper\.labeler\.vllm\.model: .*not a model folder"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_experiment(tmp_path / "absent.yaml")
+
+
+def test_paper_config_loads():
+    config = load_experiment(REPO / "configs" / "paper.yaml")
+    assert config.executor.kind == "slurm"
+    dripper = config.arms["dripper"]
+    assert isinstance(dripper, DripperArm)
+    assert dripper.resources.gpus_per_task == 1 and dripper.resources.partition == "gpu"
+    assert config.arms["trafilatura"].resources.gpus_per_task == 0
+    assert len(config.inputs.common_crawl.snapshots) >= 1
+
+
+def test_local_config_loads(tmp_path, monkeypatch):
+    # the local config names the demo's labeler folder relative to the repository root
+    shutil.copytree(REPO / "configs", tmp_path / "configs")
+    model = tmp_path / "out" / "local" / "models" / "random-labeler"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    config = load_experiment("configs/local.yaml")
+    assert set(config.arms) == {"trafilatura", "dripper"}
+    assert config.inputs.sample is not None

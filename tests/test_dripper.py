@@ -1,0 +1,108 @@
+import re
+
+import pytest
+from datatrove.data import Document
+from lxml import html as lxml_html
+
+import corpus.dripper as dripper
+from corpus.config import DripperArm
+from corpus.dripper import DripperExtractor, main_html_from_labels, simplify_page
+from corpus.labelers import MAIN, OTHER, BlockLabeler, PageLabels
+from corpus.markdown import html_to_markdown
+from corpus.sample import generate_pages
+
+WORD = re.compile(r"\w+")
+
+
+def block_words(simplified: str) -> dict[int, set[str]]:
+    """Words of each block; simplification cuts long blocks at 500 characters, so the last
+    (possibly cut) word is left out."""
+    root = lxml_html.fromstring(simplified)
+    return {int(el.get("_item_id")): set(WORD.findall(el.text_content())[:-1] or WORD.findall(el.text_content()))
+            for el in root.xpath("//*[@_item_id]")}
+
+
+class ConstantLabeler(BlockLabeler):
+    def __init__(self, result):
+        self.result = result
+
+    def label(self, pages):
+        return [self.result(page) for page in pages]
+
+
+ARM = DripperArm.model_validate({"extractor": "dripper", "labeler": {"kind": "endpoint", "url": "http://unused"}})
+
+
+@pytest.mark.parametrize("template_index", range(8))
+def test_mapping_keeps_exactly_the_blocks_labelled_main(template_index):
+    page = generate_pages(8, seed=11)[template_index]
+    simplified, map_html, ids = simplify_page(page.html)
+    words = block_words(simplified)
+    gold_words = set(WORD.findall(page.gold_text))
+    labels = {i: MAIN if words[i] and words[i] <= gold_words else OTHER for i in ids}
+    assert MAIN in labels.values() and OTHER in labels.values()
+    text = html_to_markdown(main_html_from_labels(map_html, labels))
+    out_words = set(WORD.findall(text))
+    for i, label in labels.items():
+        boilerplate_only = words[i] - gold_words
+        if label == OTHER and boilerplate_only:  # words only boilerplate has must be gone
+            assert not boilerplate_only <= out_words, f"block {i} ({sorted(words[i])[:8]}) was labelled other but survived"
+    for block in page.main:
+        if block.html.startswith("<p>"):
+            assert block.text.split(". ")[0][:40] in text.replace("\n", " ")
+
+
+def run_step(labeler, docs, monkeypatch, arm=ARM):
+    monkeypatch.setattr(dripper, "get_labeler", lambda config: labeler)
+    step = DripperExtractor(arm)
+    out = list(step.run(iter(docs)))
+    counts = {k: int(v.total) for k, v in step.stats.stats.items()}
+    return out, counts
+
+
+def docs_for(pages):
+    return [Document(text=p.html, id=str(i), metadata={"url": p.url}) for i, p in enumerate(pages)]
+
+
+def test_all_main_labels_keep_the_page_and_are_counted_extracted(monkeypatch):
+    pages = generate_pages(4, seed=2)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: MAIN for i in p.item_ids})), docs_for(pages), monkeypatch)
+    assert len(out) == 4 and counts["extracted"] == 4
+    assert all(d.metadata["extraction"] == "labels" for d in out)
+
+
+def test_labeler_errors_fall_back_to_trafilatura_with_their_reason(monkeypatch):
+    pages = generate_pages(4, seed=2)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(error="too_long")), docs_for(pages), monkeypatch)
+    assert counts["fallback_too_long"] == 4 and "extracted" not in counts
+    assert [d.metadata["extraction"] for d in out] == ["fallback:too_long"] * 4
+    assert all(d.text and "<" not in d.text[:50] for d in out)
+
+
+def test_all_other_labels_drop_the_page_as_empty(monkeypatch):
+    pages = generate_pages(3, seed=2)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: OTHER for i in p.item_ids})), docs_for(pages), monkeypatch)
+    assert out == [] and counts["dropped_empty"] == 3
+
+
+def test_page_without_blocks_falls_back(monkeypatch):
+    docs = [Document(text="<html><body></body></html>", id="x", metadata={})]
+    out, counts = run_step(ConstantLabeler(lambda p: pytest.fail("labeler called")), docs, monkeypatch)
+    assert out == [] and counts["total"] == 1 and counts["dropped_empty"] == 1
+
+
+def test_every_document_is_accounted_for(monkeypatch):
+    pages = generate_pages(9, seed=3)
+    flip = iter(range(100))
+
+    def mixed(page):
+        n = next(flip) % 3
+        if n == 0:
+            return PageLabels(error="parse_error")
+        return PageLabels(labels={i: MAIN if n == 1 else OTHER for i in page.item_ids})
+
+    out, counts = run_step(ConstantLabeler(mixed), docs_for(pages), monkeypatch)
+    fallbacks = sum(v for k, v in counts.items() if k.startswith("fallback_"))
+    drops = sum(v for k, v in counts.items() if k.startswith("dropped_"))
+    assert counts["total"] == 9 == counts.get("extracted", 0) + fallbacks + drops
+    assert len(out) == counts.get("extracted", 0) + fallbacks
