@@ -35,10 +35,40 @@ def simplify_page(html: str) -> tuple[str, str, tuple[int, ...]]:
 
 
 def main_html_from_labels(map_html: str, labels: dict[int, str]) -> str:
-    """mineru-html's mapping: keep the blocks labelled main (with their ancestors)."""
-    from mineru_html.process.map_to_main import extract_main_html
+    """mineru-html's mapping (`extract_main_html`): keep the blocks labelled main with their
+    ancestors and descendants, recall adjacent <br>, unwrap tail blocks.
 
-    return extract_main_html(map_html, {str(k): v for k, v in labels.items()})
+    Same steps and helpers as mineru-html, and byte-identical output (tested), but the blocks
+    are found in one pass over the tree: mineru-html runs a document-wide XPath per main block,
+    which is quadratic and was most of the mapping's cost on real pages.
+    """
+    from mineru_html.constants import ITEM_ID_ATTR, TAIL_BLOCK_TAG
+    from mineru_html.process.html_utils import decode_http_urls_only, element_to_html, html_to_element
+    from mineru_html.process.map_to_main import remove_recursive_by_condition
+
+    root = html_to_element(map_html)
+    first_with_id = {}
+    for element in root.iter():
+        if isinstance(element.tag, str) and (item_id := element.get(ITEM_ID_ATTR)) is not None:
+            first_with_id.setdefault(item_id, element)
+    keep = set()
+    for item_id, label in labels.items():
+        element = first_with_id.get(str(item_id))
+        if label == MAIN and element is not None:
+            keep.update(element.iter())
+            keep.update(element.iterancestors())
+    previous = None
+    for element in root.iter():
+        if previous is not None:
+            if element.tag == "br" and previous in keep and previous.tag != "br":
+                keep.add(element)
+            if previous.tag == "br" and element in keep and element.tag != "br":
+                keep.add(previous)
+        previous = element
+    remove_recursive_by_condition(root, lambda x: x not in keep)
+    for tail_block in root.xpath(f"//{TAIL_BLOCK_TAG}"):
+        tail_block.drop_tag()
+    return decode_http_urls_only(element_to_html(root))
 
 
 class DripperExtractor(PipelineStep):

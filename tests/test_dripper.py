@@ -106,3 +106,16 @@ def test_every_document_is_accounted_for(monkeypatch):
     drops = sum(v for k, v in counts.items() if k.startswith("dropped_"))
     assert counts["total"] == 9 == counts.get("extracted", 0) + fallbacks + drops
     assert len(out) == counts.get("extracted", 0) + fallbacks
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_mapping_equals_mineru_html_mapping(seed):
+    import random
+
+    from mineru_html.process.map_to_main import extract_main_html
+
+    rng = random.Random(seed)
+    for page in generate_pages(8, seed=seed):
+        _, map_html, ids = simplify_page(page.html)
+        labels = {i: rng.choice([MAIN, OTHER]) for i in ids}
+        assert main_html_from_labels(map_html, labels) == extract_main_html(map_html, {str(k): v for k, v in labels.items()})
