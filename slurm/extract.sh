@@ -7,7 +7,7 @@
 #SBATCH --job-name=xsuite-extract
 #SBATCH --partition=cpu
 #SBATCH --cpus-per-task=1
-#SBATCH --mem=4G
+#SBATCH --mem-per-cpu=4G
 #SBATCH --time=01:00:00
 #SBATCH --output=slurm-extract-%j.out
 set -euo pipefail
