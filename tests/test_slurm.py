@@ -1,0 +1,68 @@
+"""`sbatch slurm/extract.sh CONFIG` on a real one-node Slurm (slurm-wlm + munge from Debian),
+started with the scripts in ../shared/slurm; skipped where those or root are missing."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from corpus.config import load_experiment
+from corpus.summary import summarize_arm
+
+REPO = Path(__file__).resolve().parents[1]
+SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (SLURM_SCRIPTS / "start-local-slurm.sh").is_file(), reason="../shared/slurm absent"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="slurmd must run as root"),
+]
+
+
+@pytest.fixture(scope="module")
+def slurm_env():
+    state = Path(f"/tmp/xs-slurm-{os.getpid()}")  # unix socket paths must stay short
+    env = {**os.environ, "FAKE_GPUS": "1", "CTLD_PORT": "7917", "SLURMD_PORT": "7918"}
+    start = subprocess.run(["bash", str(SLURM_SCRIPTS / "start-local-slurm.sh"), str(state)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    if start.returncode != 0:
+        pytest.skip(f"could not start a local Slurm: {start.stderr[-500:]}")
+    yield {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
+    subprocess.run(["bash", str(SLURM_SCRIPTS / "stop-local-slurm.sh"), str(state)], capture_output=True, timeout=120)
+
+
+def test_sbatch_extract_submits_one_array_per_arm_and_resumes(tmp_path, sample_dir, slurm_env):
+    config_path = tmp_path / "exp.yaml"
+    resources = {"tasks": 1, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00"}
+    config_path.write_text(yaml.safe_dump({
+        "name": "slurm-test", "output_root": str(tmp_path / "out"),
+        "inputs": {"warc": [str(sample_dir / "sample.warc.gz")]},
+        "executor": {"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"},
+        "arms": {
+            "cpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "cpu"}},
+            "gpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "gpu", "gpus_per_task": 1}},
+        },
+    }))
+    config = load_experiment(config_path)
+
+    def submit_and_wait():
+        subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
+                       cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            summaries = [summarize_arm(config, arm) for arm in config.arms]
+            if all(s["complete"] for s in summaries):
+                return summaries
+            time.sleep(2)
+        raise AssertionError(f"arrays did not finish: {summaries}; logs in {tmp_path}")
+
+    summaries = submit_and_wait()
+    assert all(s["balanced"] and s["records"] == summaries[0]["records"] for s in summaries)
+    stats = config.arm_dir("cpu_arm") / "logs" / "stats" / "00000.json"
+    first = stats.stat().st_mtime_ns
+    submit_and_wait()  # a re-run finds every task complete and runs nothing
+    assert stats.stat().st_mtime_ns == first
