@@ -241,3 +241,11 @@ def load_experiment(path: str | Path) -> ExperimentConfig:
         return ExperimentConfig.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_format_errors(path, e)) from None
+
+
+def load_experiment_or_exit(path: str | Path) -> ExperimentConfig:
+    """For command-line entry points: the config, or its error on stderr and exit status 2."""
+    try:
+        return load_experiment(path)
+    except ConfigError as e:
+        raise SystemExit(f"{e}") from None

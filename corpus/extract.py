@@ -16,7 +16,7 @@ import os
 import sys
 
 from corpus.arms import extraction_pipeline
-from corpus.config import ConfigError, DripperArm, ExperimentConfig, load_experiment
+from corpus.config import DripperArm, ExperimentConfig, load_experiment_or_exit
 from corpus.inputs import resolve_inputs
 from corpus.summary import print_summaries, summarize_arm, write_summary
 
@@ -71,11 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor", choices=["local", "slurm"],
                         help="override the config's executor.kind (slurm/extract.sh sets it from its context)")
     args = parser.parse_args(argv)
-    try:
-        config = load_experiment(args.config)
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 2
+    config = load_experiment_or_exit(args.config)
     unknown = set(args.arms or []) - set(config.arms)
     if unknown:
         print(f"--arms: {sorted(unknown)} not in {args.config} (arms: {sorted(config.arms)})", file=sys.stderr)

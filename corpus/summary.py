@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from corpus.arms import extractor_accounting
-from corpus.config import ConfigError, ExperimentConfig, load_experiment
+from corpus.config import ExperimentConfig, load_experiment_or_exit
 
 # pipeline positions, as built by corpus.arms.extraction_pipeline
 READER, GUARD, EXTRACTOR, WRITER = range(4)
@@ -111,11 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     args = parser.parse_args(argv)
-    try:
-        config = load_experiment(args.config)
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 2
+    config = load_experiment_or_exit(args.config)
     summaries = []
     for arm_name in config.arms:
         summary = summarize_arm(config, arm_name)
