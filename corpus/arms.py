@@ -11,7 +11,7 @@ from pathlib import Path
 from datatrove.pipeline.extractors import Trafilatura
 from datatrove.pipeline.writers import JsonlWriter
 
-from corpus.config import DripperArm, ExperimentConfig, TrafilaturaArm, TrafilaturaOptions
+from corpus.config import BaselineArm, DripperArm, ExperimentConfig, TrafilaturaArm, TrafilaturaOptions
 from corpus.records import AccountedWarcReader, RecordGuard
 
 
@@ -27,9 +27,15 @@ def trafilatura_step(options: TrafilaturaOptions) -> Trafilatura:
     )
 
 
-def extractor_step(arm: TrafilaturaArm | DripperArm):
+def extractor_step(arm: TrafilaturaArm | DripperArm | BaselineArm):
     if isinstance(arm, TrafilaturaArm):
         return trafilatura_step(arm.options)
+    if isinstance(arm, BaselineArm):
+        from corpus.baselines import BASELINES, Justext
+
+        if arm.extractor == "justext":
+            return Justext(arm.justext_language, timeout=arm.timeout_s)
+        return BASELINES[arm.extractor](timeout=arm.timeout_s)
     from corpus.dripper import DripperExtractor
 
     return DripperExtractor(arm)
@@ -45,7 +51,7 @@ def extraction_pipeline(config: ExperimentConfig, arm_name: str, base: str, path
     ]
 
 
-def extractor_accounting(arm: TrafilaturaArm | DripperArm, step_stats: dict[str, int]) -> tuple[int, dict[str, int], dict[str, int]]:
+def extractor_accounting(arm: TrafilaturaArm | DripperArm | BaselineArm, step_stats: dict[str, int]) -> tuple[int, dict[str, int], dict[str, int]]:
     """(extracted, fallbacks by reason, drops by reason) from an extractor step's counters.
 
     datatrove's extractors count `extracted` for every successful call, then `dropped` for the

@@ -185,7 +185,16 @@ class DripperArm(StrictModel):
     resources: Resources = Resources()
 
 
-ArmConfig = Annotated[Union[TrafilaturaArm, DripperArm], Field(discriminator="extractor")]
+class BaselineArm(StrictModel):
+    """A baseline extractor (corpus/baselines.py); `html2text` is the whole page, no extraction."""
+
+    extractor: Literal["resiliparse", "readability", "justext", "html2text"]
+    timeout_s: float = Field(10.0, gt=0)
+    justext_language: str = "English"
+    resources: Resources = Resources()
+
+
+ArmConfig = Annotated[Union[TrafilaturaArm, DripperArm, BaselineArm], Field(discriminator="extractor")]
 
 
 class ExtractionConfig(StrictModel):

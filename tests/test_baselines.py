@@ -1,0 +1,29 @@
+import pytest
+from conftest import make_config
+
+from corpus.arms import extractor_step
+from corpus.config import BaselineArm
+from corpus.extract import run_extraction
+from corpus.sample import generate_pages
+
+BASELINES = ["resiliparse", "readability", "justext", "html2text"]
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_baseline_keeps_the_article_text(name):
+    page = generate_pages(1, seed=5)[0]  # a news article
+    text = extractor_step(BaselineArm(extractor=name)).extract(page.html)
+    body = [b.text for b in page.main if len(b.text) > 80]
+    assert any(p[:60] in text.replace("\n", " ") for p in body)
+
+
+def test_whole_page_floor_keeps_the_boilerplate_too():
+    page = generate_pages(1, seed=5)[0]
+    text = extractor_step(BaselineArm(extractor="html2text")).extract(page.html)
+    assert "All rights reserved" in text
+
+
+def test_baselines_run_as_corpus_arms(tmp_path, sample_dir):
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {n: {"extractor": n} for n in BASELINES})
+    summaries = run_extraction(config)
+    assert all(s["balanced"] and s["documents_out"] > 0 for s in summaries), summaries
