@@ -1,10 +1,11 @@
 """Extraction-quality metrics, WebMainBench protocol.
 
 Prediction and gold are Markdown (HTML goes through `corpus.markdown.html2text_markdown`, body
-width 0, links and images ignored). ROUGE-N F1 with N=5 over jieba tokens (whitespace tokens
-dropped): both texts empty = 1.0, one empty = 0.0. A text shorter than N tokens has no n-grams;
-then the score is 1.0 if the token sequences are equal, else 0.0. Also a bag-of-words token F1
-(the older CleanEval-style figure) and, for partial gold, snippet recall and leakage.
+width 0, links and images ignored). ROUGE-N F1 with N=5 over `jieba.lcut` tokens, as WebMainBench
+computes it (whitespace tokens included, n-gram counts clipped): both texts blank = 1.0; a side
+with no n-gram (blank, or shorter than N tokens) scores 0.0. Also a bag-of-words token F1 over
+lower-cased non-blank tokens (the older CleanEval-style figure) and, for partial gold, snippet
+recall and leakage.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from dataclasses import dataclass
 _SPACE = re.compile(r"\s+")
 
 
-def tokens(text: str) -> list[str]:
+def jieba_tokens(text: str) -> list[str]:
     import jieba
 
-    return [t for t in jieba.lcut(text) if t.strip()]
+    return jieba.lcut(text)
+
+
+def words(text: str) -> list[str]:
+    return [t.lower() for t in jieba_tokens(text) if t.strip()]
 
 
 def _f1(overlap: int, n_pred: int, n_gold: int) -> float:
@@ -29,22 +34,21 @@ def _f1(overlap: int, n_pred: int, n_gold: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def ngrams(tokens: list[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+
+
 def rouge_n_f1(prediction: str, gold: str, n: int = 5) -> float:
-    pred, ref = tokens(prediction), tokens(gold)
-    if not pred and not ref:
+    if not prediction.strip() and not gold.strip():
         return 1.0
+    pred, ref = ngrams(jieba_tokens(prediction), n), ngrams(jieba_tokens(gold), n)
     if not pred or not ref:
         return 0.0
-    pred_ngrams = Counter(tuple(pred[i : i + n]) for i in range(len(pred) - n + 1))
-    ref_ngrams = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
-    if not pred_ngrams or not ref_ngrams:
-        return float(pred == ref)
-    overlap = sum((pred_ngrams & ref_ngrams).values())
-    return _f1(overlap, sum(pred_ngrams.values()), sum(ref_ngrams.values()))
+    return _f1(sum((pred & ref).values()), sum(pred.values()), sum(ref.values()))
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    pred, ref = Counter(t.lower() for t in tokens(prediction)), Counter(t.lower() for t in tokens(gold))
+    pred, ref = Counter(words(prediction)), Counter(words(gold))
     if not pred and not ref:
         return 1.0
     if not pred or not ref:

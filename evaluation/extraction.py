@@ -1,0 +1,200 @@
+"""Extraction quality: score arms directly on labelled pages (WebMainBench protocol).
+
+    python -m evaluation.extraction --config CONFIG --pages PATH... [--arms A B] [--out DIR]
+
+Each arm runs the very datatrove step the corpus stage runs (`corpus.arms.extractor_step`),
+fallbacks and timeouts included. `--arms` takes arms of the config, or an extractor kind
+(trafilatura, resiliparse, readability, justext, html2text) with default options.
+
+Writes to DIR (default `<output_root>/extraction_quality/`): `pages.jsonl` (one row per arm and
+page), `summary.json` (means per dataset, language, difficulty, content type; errors, timeouts,
+fallbacks and pages/s per arm), `summary.md` (the table printed) and `<dataset>.png` bar charts.
+Full-gold pages get ROUGE-5 F1 and token F1; partial-gold pages snippet recall and leakage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from datatrove.data import Document
+from pydantic import TypeAdapter
+
+from corpus.arms import extractor_step
+from corpus.config import ArmConfig, ExperimentConfig, load_experiment_or_exit
+from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
+from evaluation.pages import LabelledPage, load_pages
+
+STANDALONE_KINDS = ("trafilatura", "resiliparse", "readability", "justext", "html2text")
+
+
+def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
+    arms = {}
+    for name in names or list(config.arms):
+        if name in config.arms:
+            arms[name] = config.arms[name]
+        elif name in STANDALONE_KINDS:
+            arms[name] = TypeAdapter(ArmConfig).validate_python({"extractor": name})
+        else:
+            raise SystemExit(f"--arms: {name!r} is neither an arm of the config ({sorted(config.arms)}) "
+                             f"nor an extractor kind ({', '.join(STANDALONE_KINDS)})")
+    return arms
+
+
+def run_arm(arm, pages: list[LabelledPage]) -> tuple[dict[str, Document], dict[str, int], float]:
+    """(outputs by page key, the step's counters, seconds) for one arm over the pages."""
+    step = extractor_step(arm)
+    docs = (Document(text=p.html, id=p.key, metadata={"url": p.url}) for p in pages)
+    start = time.perf_counter()
+    outputs = {doc.id: doc for doc in step.run(docs)}
+    seconds = time.perf_counter() - start
+    counters = {k: int(v.total) for k, v in step.stats.stats.items() if k not in ("doc_len",)}
+    return outputs, counters, seconds
+
+
+def score_page(page: LabelledPage, prediction: str) -> dict:
+    if page.with_snippets is not None:
+        snippets = snippet_scores(prediction, list(page.with_snippets), list(page.without_snippets))
+        return {"snippet_recall": snippets.recall, "snippet_leakage": snippets.leakage}
+    return {"rouge5_f1": rouge_n_f1(prediction, page.gold), "token_f1": token_f1(prediction, page.gold)}
+
+
+def _mean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.fmean(values) if values else None
+
+
+def _group_means(rows: list[dict], key) -> dict:
+    groups = defaultdict(list)
+    for row in rows:
+        for value in key(row):
+            groups[value].append(row)
+    return {value: {"pages": len(rs), "rouge5_f1": _mean([r.get("rouge5_f1") for r in rs]),
+                    "snippet_recall": _mean([r.get("snippet_recall") for r in rs])}
+            for value, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+
+
+def summarize(rows: list[dict], runs: dict[str, dict]) -> dict:
+    summary = {}
+    for arm, run in runs.items():
+        arm_rows = [r for r in rows if r["arm"] == arm]
+        summary[arm] = {
+            "pages": len(arm_rows),
+            "pages_per_s": len(arm_rows) / run["seconds"] if run["seconds"] else None,
+            "no_output": sum(1 for r in arm_rows if not r["extracted"]),
+            "step_counters": run["counters"],
+            "datasets": {ds: {"pages": v["pages"], "rouge5_f1": v["rouge5_f1"], "snippet_recall": v["snippet_recall"],
+                              "snippet_leakage": _mean([r.get("snippet_leakage") for r in arm_rows if r["dataset"] == ds]),
+                              "token_f1": _mean([r.get("token_f1") for r in arm_rows if r["dataset"] == ds])}
+                         for ds, v in _group_means(arm_rows, lambda r: [r["dataset"]]).items()},
+            "languages": _group_means(arm_rows, lambda r: [r["lang"] or "unknown"]),
+            "difficulty": _group_means([r for r in arm_rows if r["difficulty"]], lambda r: [r["difficulty"]]),
+            "content_types": _group_means(arm_rows, lambda r: r["content_types"]),
+        }
+    return summary
+
+
+def markdown_table(summary: dict) -> str:
+    arms = list(summary)
+    datasets = sorted({ds for s in summary.values() for ds in s["datasets"]})
+
+    def cell(arm: str, ds: str) -> str:
+        d = summary[arm]["datasets"].get(ds)
+        if d is None:
+            return "-"
+        if d["rouge5_f1"] is not None:
+            return f"{d['rouge5_f1']:.4f}"
+        return f"rec {d['snippet_recall']:.3f} / leak {d['snippet_leakage']:.3f}"
+
+    lines = ["| dataset | pages | " + " | ".join(arms) + " |", "|---|---:|" + "---:|" * len(arms)]
+    for ds in datasets:
+        pages = next(s["datasets"][ds]["pages"] for s in summary.values() if ds in s["datasets"])
+        lines.append(f"| {ds} | {pages} | " + " | ".join(cell(a, ds) for a in arms) + " |")
+    lines.append("| pages/s | | " + " | ".join(f"{summary[a]['pages_per_s']:.1f}" for a in arms) + " |")
+    lines.append("")
+    lines.append("Full-gold sets: mean ROUGE-5 F1 (WebMainBench protocol). Partial-gold sets: snippet recall / leakage.")
+    return "\n".join(lines)
+
+
+def bar_charts(summary: dict, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    datasets = sorted({ds for s in summary.values() for ds in s["datasets"]})
+    for ds in datasets:
+        arms = [a for a in summary if ds in summary[a]["datasets"]]
+        metric = "rouge5_f1" if summary[arms[0]]["datasets"][ds]["rouge5_f1"] is not None else "snippet_recall"
+        values = [summary[a]["datasets"][ds][metric] or 0.0 for a in arms]
+        fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(arms), 3.2))
+        ax.bar(arms, values, color="#4C72B0")
+        for i, v in enumerate(values):
+            ax.text(i, v + 0.01, f"{v:.3f}", ha="center", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("ROUGE-5 F1" if metric == "rouge5_f1" else "snippet recall")
+        ax.set_title(f"{ds} ({summary[arms[0]]['datasets'][ds]['pages']} pages)")
+        ax.tick_params(axis="x", labelrotation=30)
+        fig.tight_layout()
+        path = out / f"{ds}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def evaluate(arms: dict, pages: list[LabelledPage], out: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    rows, runs = [], {}
+    for name, arm in arms.items():
+        outputs, counters, seconds = run_arm(arm, pages)
+        runs[name] = {"counters": counters, "seconds": seconds}
+        for page in pages:
+            doc = outputs.get(page.key)
+            prediction = doc.text if doc is not None else ""
+            rows.append({
+                "arm": name, "dataset": page.dataset, "id": page.id, "lang": page.lang,
+                "difficulty": page.difficulty, "content_types": list(page.content_types),
+                "extracted": doc is not None, "extraction": doc.metadata.get("extraction") if doc else None,
+                **score_page(page, prediction),
+            })
+    with open(out / "pages.jsonl", "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    summary = summarize(rows, runs)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    table = markdown_table(summary)
+    (out / "summary.md").write_text(table + "\n")
+    bar_charts(summary, out)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.extraction", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", required=True, help="experiment YAML (its arms are the extractors)")
+    parser.add_argument("--pages", nargs="+", required=True, type=Path, help="labelled page files (JSONL or .jsonl.gz)")
+    parser.add_argument("--arms", nargs="+", help="arms of the config or extractor kinds (default: the config's arms)")
+    parser.add_argument("--out", type=Path, help="output folder (default: <output_root>/extraction_quality)")
+    parser.add_argument("--max-pages", type=int, help="at most this many pages per file")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    for path in args.pages:
+        if not path.is_file():
+            raise SystemExit(f"--pages: no such file {path}")
+    pages = [p for path in args.pages for p in load_pages(path, args.max_pages)]
+    out = args.out or config.output_root / "extraction_quality"
+    summary = evaluate(resolve_arms(config, args.arms), pages, out)
+    print(markdown_table(summary))
+    print(f"\nwrote {out}/pages.jsonl, summary.json, summary.md and one PNG per dataset")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
