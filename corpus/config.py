@@ -161,7 +161,24 @@ class EndpointLabelerConfig(StrictModel):
     retries: int = Field(2, ge=0)
 
 
-LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig], Field(discriminator="kind")]
+class EncoderLabelerConfig(StrictModel):
+    """The project's small encoder (corpus/labelers/encoder.py) on CPU; train it with
+    `python -m corpus.labelers.train`."""
+
+    kind: Literal["encoder"]
+    model: str
+    batch_windows: int = Field(32, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_folder(cls, value: str) -> str:
+        if not (Path(value) / "block_labeler.json").is_file():
+            raise ValueError(f"{value!r} is not an encoder labeler folder (no block_labeler.json); "
+                             "train one with python -m corpus.labelers.train")
+        return value
+
+
+LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig, EncoderLabelerConfig], Field(discriminator="kind")]
 
 
 class TrafilaturaArm(StrictModel):

@@ -99,6 +99,15 @@ def summarize(rows: list[dict], runs: dict[str, dict]) -> dict:
     return summary
 
 
+def _failures(arm_summary: dict) -> str:
+    """Pages without output, with the step's reasons (timeouts, errors, empty results)."""
+    c = arm_summary["step_counters"]
+    reasons = {"timeout": c.get("timeout", 0) + c.get("dropped_fallback_timeout", 0),
+               "error": c.get("clean_error", 0) + c.get("broken_process", 0) + c.get("dropped_fallback_error", 0)}
+    detail = ", ".join(f"{k} {v}" for k, v in reasons.items() if v)
+    return f"{arm_summary['no_output']}" + (f" ({detail})" if detail else "")
+
+
 def markdown_table(summary: dict) -> str:
     arms = list(summary)
     datasets = sorted({ds for s in summary.values() for ds in s["datasets"]})
@@ -116,6 +125,7 @@ def markdown_table(summary: dict) -> str:
         pages = next(s["datasets"][ds]["pages"] for s in summary.values() if ds in s["datasets"])
         lines.append(f"| {ds} | {pages} | " + " | ".join(cell(a, ds) for a in arms) + " |")
     lines.append("| pages/s | | " + " | ".join(f"{summary[a]['pages_per_s']:.1f}" for a in arms) + " |")
+    lines.append("| no output | | " + " | ".join(_failures(summary[a]) for a in arms) + " |")
     lines.append("")
     lines.append("Full-gold sets: mean ROUGE-5 F1 (WebMainBench protocol). Partial-gold sets: snippet recall / leakage.")
     return "\n".join(lines)

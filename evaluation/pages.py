@@ -41,6 +41,7 @@ class LabelledPage:
     content_types: tuple[str, ...] = ()
     with_snippets: tuple[str, ...] | None = None
     without_snippets: tuple[str, ...] = field(default=())
+    marked_html: str | None = None  # the page with its annotation marks, where it has them (labels)
 
     @property
     def key(self) -> str:
@@ -71,6 +72,7 @@ def _webmainbench_page(row: dict, dataset: str) -> LabelledPage:
         dataset=dataset, id=str(row.get("track_id") or row["id"]), html=strip_annotation_marks(row["html"]),
         gold=gold, url=row.get("url"), lang=row.get("language") or meta.get("language"),
         difficulty=row.get("difficulty") or meta.get("level"), content_types=tuple(sorted(content)),
+        marked_html=row["html"],
     )
 
 
@@ -78,6 +80,7 @@ def _sample_page(row: dict) -> LabelledPage:
     return LabelledPage(
         dataset="generated-sample", id=row["id"], html=row["page_html"], gold=html2text_markdown(row["gold_html"]),
         url=row["url"], lang=row["lang"], content_types=TEMPLATE_CONTENT.get(row["template"], ()),
+        marked_html=row.get("page_html_marked"),
     )
 
 
@@ -89,6 +92,7 @@ def _shared_page(row: dict, dataset: str) -> LabelledPage:
         difficulty=row.get("level"),
         with_snippets=tuple(row.get("with") or ()) if partial else None,
         without_snippets=tuple(row.get("without") or ()) if partial else (),
+        marked_html=row["html"] if "cc-select" in row["html"] else None,
     )
 
 

@@ -18,6 +18,10 @@ def get_labeler(config) -> BlockLabeler:
             from corpus.labelers.llm import build_llm_labeler
 
             _LABELERS[key] = build_llm_labeler(config)
+        elif config.kind == "encoder":
+            from corpus.labelers.encoder import EncoderLabeler
+
+            _LABELERS[key] = EncoderLabeler(config.model, config.batch_windows)
         else:
             raise ValueError(f"unknown labeler kind {config.kind!r}")
     return _LABELERS[key]

@@ -58,14 +58,14 @@ def _bad_records(seed: int) -> list[SampleRecord]:
     page = news_article(rng, "https://dailyherald.example/legacy/cp1252.html", "dailyherald.example")
     extra = "Caf\u00e9 owners na\u00efvely priced the cr\u00e8me br\u00fbl\u00e9e at \u20ac4."
     last = page.main[-1].html
-    html = page.html.replace('<meta charset="utf-8">', "").replace(last, f"{last}<p>{extra}</p>", 1)
+    page.html = page.html.replace('<meta charset="utf-8">', "").replace(last, f"{last}<p>{extra}</p>", 1)
     page.main.append(Block(f"<p>{extra}</p>", extra))
-    out.append(SampleRecord(page.url, html.encode("cp1252"), "text/html; charset=windows-1252",
+    out.append(SampleRecord(page.url, page.html.encode("cp1252"), "text/html; charset=windows-1252",
                             "extract", page, "cp1252 bytes, charset declared in HTTP header"))
 
     page = chinese_article(rng, "https://xinwen.example/legacy/gbk.html", "xinwen.example")
-    html = page.html.replace('<meta charset="utf-8">', "")
-    out.append(SampleRecord(page.url, html.encode("gb18030"), "text/html", "extract", page,
+    page.html = page.html.replace('<meta charset="utf-8">', "")
+    out.append(SampleRecord(page.url, page.html.encode("gb18030"), "text/html", "extract", page,
                             "GB18030 bytes, no charset anywhere"))
 
     page = news_article(rng, "https://dailyherald.example/broken/truncated.html", "dailyherald.example")
@@ -137,7 +137,7 @@ def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
                 "template": p.template if p else None, "lang": p.lang if p else None,
                 "title": p.title if p else None,
                 "gold_html": p.gold_html if p else None, "gold_text": p.gold_text if p else None,
-                "page_html": p.html if p else None,
+                "page_html": p.html if p else None, "page_html_marked": p.marked_html if p else None,
             }, ensure_ascii=False) + "\n")
     return warc_path, gold_path
 

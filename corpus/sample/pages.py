@@ -37,6 +37,17 @@ class Page:
     def gold_text(self) -> str:
         return "\n\n".join(b.text for b in self.main)
 
+    @property
+    def marked_html(self) -> str:
+        """The page with `cc-select="true"` on each main block's root, as WebMainBench annotates:
+        the generator's own block labels, for training labelers."""
+        html = self.html
+        for block in self.main:
+            tag_end = block.html.index(">") if " " not in block.html.split(">", 1)[0] else block.html.index(" ")
+            marked = block.html[:tag_end] + ' cc-select="true"' + block.html[tag_end:]
+            html = html.replace(block.html, marked, 1)
+        return html
+
 
 def _cls(rng: random.Random, *choices: str) -> str:
     """A class attribute drawn from synonyms, sometimes with a hashed suffix like CSS modules."""
