@@ -28,14 +28,19 @@ endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
 	touch $(STAMP)
 
-DEMO_LABELER = out/local/models/random-labeler
+DEMO_TRAIN = out/local/labeler-train
+DEMO_ENCODER = out/local/models/encoder-labeler
 
-# The demo is the user's own commands on the embedded default config.
-demo: setup $(DEMO_LABELER)/config.json
+# The demo is the user's own commands on the embedded default config, after training the CPU
+# labeler of its Dripper arm on generated pages (another seed than the demo's WARC).
+demo: setup $(DEMO_ENCODER)/block_labeler.json
 	bash slurm/extract.sh configs/local.yaml
+	$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
 
-$(DEMO_LABELER)/config.json: | setup
-	$(PY) -m corpus.labelers.random_model --out $(DEMO_LABELER)
+$(DEMO_ENCODER)/block_labeler.json: | setup
+	$(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000
+	$(PY) -m corpus.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels
+	$(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass
 
 _SPACE = re.compile(r"\s+")
 
 
-def jieba_tokens(text: str) -> list[str]:
+@lru_cache(maxsize=8192)  # every arm is scored against the same gold texts
+def jieba_tokens(text: str) -> tuple[str, ...]:
     import jieba
 
-    return jieba.lcut(text)
+    return tuple(jieba.lcut(text))
 
 
 def words(text: str) -> list[str]:
@@ -34,7 +36,7 @@ def _f1(overlap: int, n_pred: int, n_gold: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def ngrams(tokens: list[str], n: int) -> Counter:
+def ngrams(tokens: tuple[str, ...], n: int) -> Counter:
     return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 

@@ -88,10 +88,11 @@ def test_paper_config_loads():
 def test_local_config_loads(tmp_path, monkeypatch):
     # the local config names the demo's labeler folder relative to the repository root
     shutil.copytree(REPO / "configs", tmp_path / "configs")
-    model = tmp_path / "out" / "local" / "models" / "random-labeler"
+    model = tmp_path / "out" / "local" / "models" / "encoder-labeler"
     model.mkdir(parents=True)
-    (model / "config.json").write_text("{}")
+    (model / "block_labeler.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
     config = load_experiment("configs/local.yaml")
     assert set(config.arms) == {"trafilatura", "dripper"}
+    assert config.arms["dripper"].labeler.kind == "encoder"
     assert config.inputs.sample is not None

@@ -45,7 +45,8 @@ def training_windows(examples: list[LabelledBlocks], tokenizer, settings: Window
 
 def train(examples: list[LabelledBlocks], out: Path, settings: WindowSettings = WindowSettings(), epochs: int = 3,
           max_seconds: float | None = None, batch_size: int = 16, lr: float = 1e-3, seed: int = 0,
-          size: dict | None = None, log=print) -> dict:
+          size: dict | None = None, log=print):
+    """Returns (the trained model, the training report); both are also written to `out`."""
     import torch
 
     torch.manual_seed(seed)
@@ -97,7 +98,7 @@ def train(examples: list[LabelledBlocks], out: Path, settings: WindowSettings = 
               "steps": step, "seconds": round(time.perf_counter() - start, 1),
               "first_loss": losses[0], "last_loss": sum(losses[-20:]) / len(losses[-20:])}
     (out / "training.json").write_text(json.dumps(report, indent=2) + "\n")
-    return report
+    return model, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     examples_file = args.data / "examples.jsonl"
     if not examples_file.is_file():
         raise SystemExit(f"--data: no {examples_file}; build it with python -m corpus.labels build")
-    report = train(read_examples(examples_file), args.out, WindowSettings(window=args.window), args.epochs,
+    _, report = train(read_examples(examples_file), args.out, WindowSettings(window=args.window), args.epochs,
                    args.max_seconds, args.batch_size, args.lr, args.seed)
     print(json.dumps(report, indent=2))
     return 0
