@@ -48,6 +48,11 @@ class LabelledPage:
         return f"{self.dataset}/{self.id}"
 
 
+def primary_language(code: str | None) -> str | None:
+    """'en-US', 'en_gb', 'EN' -> 'en'."""
+    return re.split(r"[-_]", code.strip().lower())[0] or None if code else None
+
+
 def strip_annotation_marks(html: str) -> str:
     return _SELECT_CLASS.sub("", _SELECT_ATTR.sub("", html))
 
@@ -70,7 +75,7 @@ def _webmainbench_page(row: dict, dataset: str) -> LabelledPage:
         content.add("conversation")
     return LabelledPage(
         dataset=dataset, id=str(row.get("track_id") or row["id"]), html=strip_annotation_marks(row["html"]),
-        gold=gold, url=row.get("url"), lang=row.get("language") or meta.get("language"),
+        gold=gold, url=row.get("url"), lang=primary_language(row.get("language") or meta.get("language")),
         difficulty=row.get("difficulty") or meta.get("level"), content_types=tuple(sorted(content)),
         marked_html=row["html"],
     )
@@ -88,7 +93,7 @@ def _shared_page(row: dict, dataset: str) -> LabelledPage:
     partial = bool(row.get("partial"))
     return LabelledPage(
         dataset=dataset, id=str(row["id"]), html=strip_annotation_marks(row["html"]),
-        gold=None if partial else row["text"], url=row.get("url"), lang=row.get("lang") or row.get("lang_guess"),
+        gold=None if partial else row["text"], url=row.get("url"), lang=primary_language(row.get("lang") or row.get("lang_guess")),
         difficulty=row.get("level"),
         with_snippets=tuple(row.get("with") or ()) if partial else None,
         without_snippets=tuple(row.get("without") or ()) if partial else (),

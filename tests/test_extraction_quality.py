@@ -28,7 +28,7 @@ def test_generated_page_scores_one_when_fed_its_gold(sample_dir):
 def test_webmainbench_marks_give_the_gold_and_never_reach_the_extractor(tmp_path):
     path = tmp_path / "wmb.jsonl"
     path.write_text(json.dumps({"track_id": "t1", "html": MARKED, "url": "https://x.example/",
-                                "meta": {"level": "hard", "table": True, "language": "en"}}) + "\n")
+                                "meta": {"level": "hard", "table": True, "language": "en-US"}}) + "\n")
     [page] = load_pages(path)
     assert "cc-select" not in page.html and "mark-selected " not in page.html and "mark-selected\"" not in page.html
     assert "mark-selected-not" in page.html  # only the annotation class goes
