@@ -6,6 +6,7 @@ from corpus.dripper import simplify_page
 from corpus.labelers import MAIN, OTHER, BlockPage
 from corpus.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
 from corpus.sample import generate_pages
+from test_extract import stub_server  # noqa: F401  (fixture)
 
 P1 = "The river authority opened the new lock gates on Tuesday after three years of construction work."
 P2 = "Barges can now pass the old mill without waiting for the spring flood to raise the water level."
@@ -134,3 +135,23 @@ def test_dripper_arm_with_the_encoder_accounts_for_every_record(tiny_encoder, tm
     check_accounting(config, summaries, sample_dir)
     dripper = next(s for s in summaries if s["arm"] == "dripper")
     assert dripper["extracted"] > 0
+
+
+def test_teacher_labels_from_a_warc(tmp_path, sample_dir, random_model, stub_server):
+    import yaml
+
+    from corpus.labels import build, examples_from_teacher
+
+    config = tmp_path / "teacher.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "teacher", "output_root": str(tmp_path / "out"), "inputs": {"warc": [str(sample_dir / "sample.warc.gz")]},
+        "arms": {"dripper": {"extractor": "dripper", "labeler": {
+            "kind": "endpoint", "url": stub_server, "tokenizer": str(random_model), "max_context_tokens": 4096}}},
+    }))
+    stats = build(examples_from_teacher([sample_dir / "sample.warc.gz"], str(config), "dripper"), tmp_path / "labels")
+    from corpus.labels import read_examples
+
+    examples = read_examples(tmp_path / "labels" / "examples.jsonl")
+    assert stats["pages_teacher"] == len(examples) > 0
+    assert all(e.source == "teacher" and set(e.labels) == set(e.item_ids) for e in examples)
+    assert all(v == MAIN for e in examples for v in e.labels.values())  # the stub answers all main

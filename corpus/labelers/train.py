@@ -111,13 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--window", type=int, default=512, help="tokens per window (the encoder's context)")
+    parser.add_argument("--max-block-tokens", type=int, default=48, help="tokens kept of each block's HTML")
+    parser.add_argument("--hidden", type=int, default=128, help="hidden size (heads of 32 dims)")
+    parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     examples_file = args.data / "examples.jsonl"
     if not examples_file.is_file():
         raise SystemExit(f"--data: no {examples_file}; build it with python -m corpus.labels build")
-    _, report = train(read_examples(examples_file), args.out, WindowSettings(window=args.window), args.epochs,
-                   args.max_seconds, args.batch_size, args.lr, args.seed)
+    size = {"hidden_size": args.hidden, "num_hidden_layers": args.layers, "num_attention_heads": max(1, args.hidden // 32),
+            "intermediate_size": 2 * args.hidden}
+    _, report = train(read_examples(examples_file), args.out, WindowSettings(args.window, args.max_block_tokens),
+                      args.epochs, args.max_seconds, args.batch_size, args.lr, args.seed, size)
     print(json.dumps(report, indent=2))
     return 0
 
