@@ -109,14 +109,17 @@ def mark_labels(map_html: str, item_ids: list[int]) -> dict[int, str]:
 
 
 def example_from_marked_html(page_id: str, dataset: str, marked_html: str) -> LabelledBlocks | None:
-    """Simplify the annotated page, read labels off the marks, and remove the marks from what the
-    labeler will see (the answer must not leak into its input)."""
+    """Labels read off the marks; the labeler's input is the page with the marks removed (the
+    answer must not leak into it), whose blocks must be the marked page's blocks."""
     from evaluation.pages import strip_annotation_marks
 
-    simplified, map_html, ids = simplify_page(marked_html)
+    simplified, _, ids = simplify_page(strip_annotation_marks(marked_html))
+    _, marked_map, marked_ids = simplify_page(marked_html)
     if not ids:
         return None
-    return LabelledBlocks(page_id, dataset, "marks", strip_annotation_marks(simplified), list(ids), mark_labels(map_html, list(ids)))
+    if ids != marked_ids:
+        raise ValueError("the marks change how mineru-html splits the page into blocks")
+    return LabelledBlocks(page_id, dataset, "marks", simplified, list(ids), mark_labels(marked_map, list(ids)))
 
 
 def example_from_gold_text(page_id: str, dataset: str, html: str, gold: str, threshold: float) -> LabelledBlocks | None:

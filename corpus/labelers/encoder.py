@@ -1,7 +1,8 @@
 """A small transformer encoder that labels mineru-html blocks main/other on CPU.
 
 In the spirit of HTML-LM: the page is reduced to its simplified blocks, each block's HTML
-(attributes trimmed, text cut to `max_block_tokens`) is preceded by a `[BLK]` token, and a
+(attributes trimmed, text cut to `max_block_tokens`, led by tokens for its full text length and
+link share) is preceded by a `[BLK]` token, and a
 ModernBERT-style encoder (transformers) classifies the hidden state at every `[BLK]`. The
 tokenizer is a byte-level BPE trained by the project, with dedicated tokens for frequent tags.
 Pages longer than the context are covered by overlapping windows (stride half a window); a block
@@ -22,7 +23,9 @@ from pathlib import Path
 from corpus.labelers.base import MAIN, OTHER, BlockLabeler, BlockPage, PageLabels
 
 BLOCK_TOKEN = "[BLK]"
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", BLOCK_TOKEN]
+LENGTH_BUCKETS = 14
+SHAPE_TOKENS = [f"[LEN{i}]" for i in range(LENGTH_BUCKETS)] + [f"[LINK{i}]" for i in range(5)]
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", BLOCK_TOKEN, *SHAPE_TOKENS]
 TAGS = ["p", "div", "span", "a", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "table", "tr", "td", "th",
         "pre", "code", "img", "form", "input", "button", "nav", "header", "footer", "aside", "section", "article",
         "main", "blockquote", "br", "strong", "em", "dl", "dt", "dd", "label", "select", "option", "time"]
@@ -37,15 +40,26 @@ class WindowSettings:
     max_block_tokens: int = 48
 
 
+def shape_tokens(el) -> str:
+    """What truncation would hide: the block's text length (log2 bucket) and the share of it
+    inside links (quarters), the two classic boilerplate cues."""
+    text = " ".join(el.text_content().split())
+    linked = sum(len(" ".join(a.text_content().split())) for a in el.iter("a"))
+    length = min(LENGTH_BUCKETS - 1, len(text).bit_length())
+    links = round(4 * linked / len(text)) if text else 0
+    return f"[LEN{length}][LINK{min(links, 4)}]"
+
+
 def page_blocks(simplified_html: str) -> list[tuple[int, str]]:
-    """(block id, block HTML without its id) for every block, in page order."""
+    """(block id, shape tokens + block HTML without its id) for every block, in page order."""
     from lxml import html as lxml_html
 
     root = lxml_html.fromstring(simplified_html)
     blocks = []
     for el in root.iter():
         if isinstance(el.tag, str) and (item_id := el.get("_item_id")) is not None:
-            blocks.append((int(item_id), _ITEM_ID.sub("", lxml_html.tostring(el, encoding="unicode", with_tail=False))))
+            html = _ITEM_ID.sub("", lxml_html.tostring(el, encoding="unicode", with_tail=False))
+            blocks.append((int(item_id), shape_tokens(el) + html))
     return blocks
 
 
@@ -62,7 +76,7 @@ def train_tokenizer(texts, vocab_size: int = 8000):
     tok.add_tokens(TAG_TOKENS)
     tok.train_from_iterator(texts, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]", additional_special_tokens=[BLOCK_TOKEN])
+                                   sep_token="[SEP]", mask_token="[MASK]", additional_special_tokens=[BLOCK_TOKEN, *SHAPE_TOKENS])
 
 
 def page_windows(tokenizer, blocks: list[tuple[int, str]], settings: WindowSettings):
