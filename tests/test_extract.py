@@ -2,12 +2,10 @@
 
 import gzip
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import StubCompletionsServer, make_config
 
 import corpus.dripper as dripper
 from corpus.config import EndpointLabelerConfig
@@ -99,38 +97,6 @@ def test_rerun_skips_finished_tasks(tmp_path, sample_dir):
 
 
 # ---------------------------------------------------------------- the LLM labeler paths
-
-
-class StubCompletionsServer(BaseHTTPRequestHandler):
-    """An OpenAI-compatible /v1/completions that answers the regex it was sent: all blocks main."""
-
-    requests: list[dict] = []
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        StubCompletionsServer.requests.append(body)
-        regex = body["structured_outputs"]["regex"]
-        ids = [int(x) for x in __import__("re").findall(r"(\d+)\(main\|other\)", regex)]
-        text = "<answer>" + "".join(f"{i}main" for i in ids) + "</answer>"
-        payload = json.dumps({"choices": [{"text": text}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def stub_server():
-    server = HTTPServer(("127.0.0.1", 0), StubCompletionsServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    StubCompletionsServer.requests = []
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
 
 
 def block_pages(n: int, seed: int) -> list[BlockPage]:

@@ -6,7 +6,6 @@ from corpus.dripper import simplify_page
 from corpus.labelers import MAIN, OTHER, BlockPage
 from corpus.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
 from corpus.sample import generate_pages
-from test_extract import stub_server  # noqa: F401  (fixture)
 
 P1 = "The river authority opened the new lock gates on Tuesday after three years of construction work."
 P2 = "Barges can now pass the old mill without waiting for the spring flood to raise the water level."
