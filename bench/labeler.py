@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 from corpus.config import ArmConfig
 from corpus.labelers import BlockLabeler, PageLabels
 from corpus.labels import examples_from_pages
+from corpus.labelers.encoder import WindowSettings
 from corpus.labelers.train import train
 from evaluation.extraction import run_arm, score_page
 from evaluation.pages import load_pages
@@ -65,6 +66,9 @@ def main() -> int:
     parser.add_argument("--max-pages", type=int, default=150, help="pages per set (labels and scoring)")
     parser.add_argument("--train-seconds", type=float, default=300)
     parser.add_argument("--held-out", nargs="+", default=FULL_GOLD)
+    parser.add_argument("--hidden", type=int, default=128, help="encoder hidden size (heads of 32 dims)")
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--max-block-tokens", type=int, default=48)
     parser.add_argument("--out", type=Path, default=Path("bench/results/labeler.json"))
     args = parser.parse_args()
     files = {name: SHARED / name / "pages.jsonl.gz" for name in FULL_GOLD if (SHARED / name / "pages.jsonl.gz").is_file()}
@@ -83,7 +87,10 @@ def main() -> int:
         pages = [p for p in load_pages(files[held], args.max_pages) if p.gold is not None]
         train_examples = [e for name, ex in examples.items() if name != held for e in ex]
         with tempfile.TemporaryDirectory() as model_dir:
-            _, report = train(train_examples, Path(model_dir), max_seconds=args.train_seconds, log=lambda *_: None)
+            size = {"hidden_size": args.hidden, "num_hidden_layers": args.layers,
+                    "num_attention_heads": max(1, args.hidden // 32), "intermediate_size": 2 * args.hidden}
+            _, report = train(train_examples, Path(model_dir), WindowSettings(max_block_tokens=args.max_block_tokens),
+                              max_seconds=args.train_seconds, size=size, log=lambda *_: None)
             dripper = TypeAdapter(ArmConfig).validate_python(
                 {"extractor": "dripper", "labeler": {"kind": "encoder", "model": model_dir}})
             results[held] = {
