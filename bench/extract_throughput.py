@@ -25,13 +25,13 @@ from corpus.config import TrafilaturaOptions
 from corpus.dripper import main_html_from_labels, simplify_page
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
+from evaluation.pages import SHARED_PAGE_SETS
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "extraction"
 
 
 def page_sets(max_pages: int) -> dict[str, list[tuple[str, str | None]]]:
     sets = {"generated-sample": [(p.html, p.url) for p in generate_pages(max_pages, seed=123)]}
-    for path in sorted(SHARED.glob("*/pages.jsonl.gz")):
+    for path in sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             rows = [json.loads(line) for _, line in zip(range(max_pages), f)]
         sets[path.parent.name] = [(r["html"], r.get("url")) for r in rows]

@@ -20,9 +20,8 @@ from pydantic import TypeAdapter
 
 from corpus.config import ArmConfig
 from evaluation.extraction import evaluate, markdown_table
-from evaluation.pages import load_pages
+from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "extraction"
 ARMS = ["trafilatura", "readability", "resiliparse", "justext", "html2text"]
 
 
@@ -31,9 +30,9 @@ def main() -> int:
     parser.add_argument("--max-pages", type=int, help="at most this many pages per set")
     parser.add_argument("--out", type=Path, default=Path("bench/results/extraction_quality"))
     args = parser.parse_args()
-    files = sorted(SHARED.glob("*/pages.jsonl.gz"))
+    files = sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz"))
     if not files:
-        print(f"no page sets under {SHARED}", file=sys.stderr)
+        print(f"no page sets under {SHARED_PAGE_SETS}", file=sys.stderr)
         return 1
     pages = [p for f in files for p in load_pages(f, args.max_pages)]
     arms = {name: TypeAdapter(ArmConfig).validate_python({"extractor": name}) for name in ARMS}

@@ -29,9 +29,8 @@ from corpus.labels import examples_from_pages
 from corpus.labelers.encoder import WindowSettings
 from corpus.labelers.train import train
 from evaluation.extraction import run_arm, score_page
-from evaluation.pages import load_pages
+from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "extraction"
 FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", "readability", "webmainbench-sample"]
 
 
@@ -71,9 +70,9 @@ def main() -> int:
     parser.add_argument("--max-block-tokens", type=int, default=48)
     parser.add_argument("--out", type=Path, default=Path("bench/results/labeler.json"))
     args = parser.parse_args()
-    files = {name: SHARED / name / "pages.jsonl.gz" for name in FULL_GOLD if (SHARED / name / "pages.jsonl.gz").is_file()}
+    files = {name: SHARED_PAGE_SETS / name / "pages.jsonl.gz" for name in FULL_GOLD if (SHARED_PAGE_SETS / name / "pages.jsonl.gz").is_file()}
     if not files:
-        print(f"no page sets under {SHARED}", file=sys.stderr)
+        print(f"no page sets under {SHARED_PAGE_SETS}", file=sys.stderr)
         return 1
     start = time.perf_counter()
     examples = {name: [e for e in examples_from_pages(path, 0.667, args.max_pages) if not isinstance(e, Exception) and e]

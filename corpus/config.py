@@ -114,11 +114,17 @@ class TrafilaturaOptions(StrictModel):
     timeout_s: float = Field(10.0, gt=0)
 
 
+def _require_model_folder(value: str, marker: str, hint: str) -> str:
+    if not (Path(value) / marker).is_file():
+        raise ValueError(f"{value!r} is not a model folder (no {marker}); {hint}")
+    return value
+
+
 def _check_local_model(value: str) -> str:
     """A model given as a path ('/', './', '../') must be a Hugging Face folder; anything else is
     a hub id, fetched by whoever loads it (a cluster job, never a test)."""
-    if value.startswith(("/", "./", "../")) and not (Path(value) / "config.json").is_file():
-        raise ValueError(f"{value!r} is not a model folder (no config.json); build or download it first")
+    if value.startswith(("/", "./", "../")):
+        _require_model_folder(value, "config.json", "build or download it first")
     return value
 
 
@@ -172,10 +178,7 @@ class EncoderLabelerConfig(StrictModel):
     @field_validator("model")
     @classmethod
     def _model_folder(cls, value: str) -> str:
-        if not (Path(value) / "block_labeler.json").is_file():
-            raise ValueError(f"{value!r} is not an encoder labeler folder (no block_labeler.json); "
-                             "train one with python -m corpus.labelers.train")
-        return value
+        return _require_model_folder(value, "block_labeler.json", "train one with python -m corpus.labelers.train")
 
 
 LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig, EncoderLabelerConfig], Field(discriminator="kind")]

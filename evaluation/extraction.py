@@ -69,13 +69,15 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+METRICS = ("rouge5_f1", "token_f1", "snippet_recall", "snippet_leakage")
+
+
 def _group_means(rows: list[dict], key) -> dict:
     groups = defaultdict(list)
     for row in rows:
         for value in key(row):
             groups[value].append(row)
-    return {value: {"pages": len(rs), "rouge5_f1": _mean([r.get("rouge5_f1") for r in rs]),
-                    "snippet_recall": _mean([r.get("snippet_recall") for r in rs])}
+    return {value: {"pages": len(rs), **{m: _mean([r.get(m) for r in rs]) for m in METRICS}}
             for value, rs in sorted(groups.items(), key=lambda kv: str(kv[0]))}
 
 
@@ -88,10 +90,7 @@ def summarize(rows: list[dict], runs: dict[str, dict]) -> dict:
             "pages_per_s": len(arm_rows) / run["seconds"] if run["seconds"] else None,
             "no_output": sum(1 for r in arm_rows if not r["extracted"]),
             "step_counters": run["counters"],
-            "datasets": {ds: {"pages": v["pages"], "rouge5_f1": v["rouge5_f1"], "snippet_recall": v["snippet_recall"],
-                              "snippet_leakage": _mean([r.get("snippet_leakage") for r in arm_rows if r["dataset"] == ds]),
-                              "token_f1": _mean([r.get("token_f1") for r in arm_rows if r["dataset"] == ds])}
-                         for ds, v in _group_means(arm_rows, lambda r: [r["dataset"]]).items()},
+            "datasets": _group_means(arm_rows, lambda r: [r["dataset"]]),
             "languages": _group_means(arm_rows, lambda r: [r["lang"] or "unknown"]),
             "difficulty": _group_means([r for r in arm_rows if r["difficulty"]], lambda r: [r["difficulty"]]),
             "content_types": _group_means(arm_rows, lambda r: r["content_types"]),
