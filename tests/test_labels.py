@@ -123,14 +123,14 @@ def test_dripper_arm_with_the_encoder_accounts_for_every_record(tiny_encoder, tm
     from conftest import make_config
     from test_extract import check_accounting
 
-    from corpus.extract import run_extraction
+    from corpus.extract import run_corpus
 
     out, _, _ = tiny_encoder
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {
         "trafilatura": {"extractor": "trafilatura"},
         "dripper": {"extractor": "dripper", "labeler": {"kind": "encoder", "model": str(out)}},
     })
-    summaries = run_extraction(config)
+    summaries = run_corpus(config, until="extract")
     check_accounting(config, summaries, sample_dir)
     dripper = next(s for s in summaries if s["arm"] == "dripper")
     assert dripper["extracted"] > 0

@@ -4,6 +4,11 @@
 `DIR/gold.jsonl` (one line per response record: its WARC-Record-ID, URL, template, language,
 gold main content as HTML and text, and `expect`: `extract` or the drop reason the record
 guard must give it). Same seed, same bytes.
+
+Besides the generated pages and the bad records, the WARC holds what post-processing exists
+for: exact mirrors of some pages on another host, syndicated copies (the same article with one
+more paragraph: near-duplicates), keyword-stuffed spam (Gopher repetition), and pages on
+`blocked.example.com` (the demo config blocklists that host).
 """
 
 from __future__ import annotations
@@ -12,14 +17,14 @@ import io
 import json
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from corpus.sample.pages import TEMPLATES, Block, Page, chinese_article, news_article
+from corpus.sample.pages import TEMPLATES, Block, Page, chinese_article, news_article, para
 
 SITES = ["dailyherald.example", "techbits.example", "homecook.example", "wanderlog.example",
          "forum.example", "docs.example", "shop.example", "science-notes.example", "xinwen.example"]
@@ -48,6 +53,41 @@ def generate_pages(n: int, seed: int) -> list[Page]:
         url = f"https://{site}/{template}/{seed}-{i}-{rng.randrange(10**6)}.html"
         pages.append(TEMPLATES[template](rng, url, site))
     return pages
+
+
+BLOCKED_SITE = "blocked.example.com"
+
+
+def _copies(pages: list[Page], seed: int) -> list[SampleRecord]:
+    """Mirrors, syndicated copies, spam and a blocklisted host: one of each every 25 pages."""
+    rng = random.Random(f"{seed}:copies")
+    out = []
+    for i, page in enumerate(pages):
+        if page.lang != "en":
+            continue
+        if i % 25 == 3:
+            out.append(SampleRecord(page.url.replace("://", "://mirror."), page.html.encode("utf-8"),
+                                    "text/html; charset=utf-8", "extract", page, f"exact mirror of {page.url}"))
+        if i % 25 == 11:
+            credit = para(f"This article first appeared on {page.url.split('/')[2]} and is republished with permission.")
+            last = page.main[-1].html
+            copy = replace(page, url=f"https://syndicate.example/{seed}/{i}.html", main=page.main + [credit],
+                           html=page.html.replace(last, last + credit.html, 1))
+            out.append(SampleRecord(copy.url, copy.html.encode("utf-8"), "text/html; charset=utf-8", "extract", copy,
+                                    f"near-duplicate of {page.url}"))
+        if i % 25 == 17:
+            blocked = news_article(rng, f"https://{BLOCKED_SITE}/{seed}/{i}.html", BLOCKED_SITE)
+            out.append(SampleRecord(blocked.url, blocked.html.encode("utf-8"), "text/html; charset=utf-8", "extract",
+                                    blocked, "on a blocklisted domain"))
+        if i % 25 == 21:
+            line = f"Best cheap {rng.choice(['watches', 'phones', 'loans'])} online, buy now and save big today."
+            spam = replace(page, url=f"https://deals.example/{seed}/{i}.html", template="spam",
+                           main=[para(line) for _ in range(30)])
+            body = "".join(b.html for b in spam.main)
+            spam.html = f"<!DOCTYPE html><html lang=\"en\"><head><title>Deals</title></head><body><article>{body}</article></body></html>"
+            out.append(SampleRecord(spam.url, spam.html.encode("utf-8"), "text/html; charset=utf-8", "extract", spam,
+                                    "keyword-stuffed spam"))
+    return out
 
 
 def _bad_records(seed: int) -> list[SampleRecord]:
@@ -102,11 +142,11 @@ def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
     """Write the WARC and its gold JSONL; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(f"{seed}:warc")
+    generated = generate_pages(pages, seed)
     records = [SampleRecord(p.url, p.html.encode("utf-8"),
                             "text/html; charset=utf-8" if rng.random() < 0.8 else "text/html", "extract", p)
-               for p in generate_pages(pages, seed)]
-    bad = _bad_records(seed)
-    for rec in bad:  # spread the bad records through the file, deterministically
+               for p in generated]
+    for rec in _copies(generated, seed) + _bad_records(seed):  # spread through the file, deterministically
         records.insert(rng.randrange(len(records) + 1), rec)
 
     warc_path, gold_path = out_dir / "sample.warc.gz", out_dir / "gold.jsonl"

@@ -1,0 +1,155 @@
+"""Cut every arm to exactly the same number of training tokens.
+
+`TokenBudget` is a one-task datatrove step run after every arm is tokenised (one `.bin/.idx`
+pair per tokenisation task, end-of-document token appended). It checks that every arm has at
+least `dataset.tokens_per_arm` tokens, then, per arm, takes whole documents in a seeded random
+order until the budget is reached, cuts the last one to land exactly on it, and writes them to
+`<output_root>/datasets/<arm>/<arm>_text_document.{bin,idx}` (megatron-core's
+IndexedDatasetBuilder). `<output_root>/datasets/manifest.json` records the budget, the tokens of
+every arm, the tokenizer's hash and the files written; `selected_ids.txt.gz` beside each dataset
+lists the selected documents (WARC record ids) in training order.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+from datatrove.data import DocumentsPipeline
+from datatrove.io import get_datafolder
+from datatrove.pipeline.base import PipelineStep
+
+from corpus.config import ExperimentConfig
+from corpus.tokenizer import eos_token, tokenizer_sha256
+
+
+class BudgetError(ValueError):
+    """An arm has fewer tokens than the budget."""
+
+
+def token_shards(config: ExperimentConfig, arm: str) -> list[str]:
+    """The tokenisation stage's outputs of an arm (path prefixes), in task order."""
+    return sorted(str(p.with_suffix("")) for p in (config.dataset_dir(arm) / "tokens").glob("*.idx"))
+
+
+def dataset_prefix(config: ExperimentConfig, arm: str) -> Path:
+    return config.dataset_dir(arm) / f"{arm}_text_document"
+
+
+def shard_document_ids(config: ExperimentConfig, arm: str) -> list[list[str]]:
+    """Record ids of every tokenised document, per tokenisation task, read from the files each
+    task's JsonlReader read (datatrove's shard assignment, so the order is the tokens' order)."""
+    folder = get_datafolder(str(config.post_dir(arm) / "output"))
+    tasks = config.postprocess.resources.tasks
+    ids = []
+    for rank in range(tasks):
+        shard = []
+        for path in folder.get_shard(rank, tasks, glob_pattern="*.jsonl.gz"):
+            with folder.open(path, "rt", compression="gzip") as f:
+                shard.extend(json.loads(line)["id"] for line in f)
+        ids.append(shard)
+    return ids
+
+
+def available_tokens(config: ExperimentConfig) -> dict[str, tuple[int, int]]:
+    """(tokens, documents) per arm, from the tokenisation stage's index files."""
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    out = {}
+    for arm in config.arms:
+        shards = [IndexedDataset(p) for p in token_shards(config, arm)]
+        out[arm] = (sum(int(s.sequence_lengths.sum()) for s in shards), sum(len(s) for s in shards))
+    return out
+
+
+def check_budget(config: ExperimentConfig, available: dict[str, tuple[int, int]]) -> None:
+    budget = config.dataset.tokens_per_arm
+    short = {arm: tokens for arm, (tokens, _) in available.items() if tokens < budget}
+    if short:
+        lines = [f"dataset.tokens_per_arm = {budget:,} but not every arm has that many tokens:"]
+        lines += [f"  {arm}: {tokens:,} tokens in {docs:,} documents" for arm, (tokens, docs) in available.items()]
+        smallest = min(tokens for tokens, _ in available.values())
+        lines.append(f"Add input WARCs, or lower dataset.tokens_per_arm to at most {smallest:,}.")
+        raise BudgetError("\n".join(lines))
+
+
+def select_documents(lengths: np.ndarray, budget: int, seed: int) -> tuple[np.ndarray, int]:
+    """Indices of whole documents in a seeded random order until `budget` tokens, and how many
+    tokens of the last one to keep (it is cut to land exactly on the budget)."""
+    order = np.random.default_rng(seed).permutation(len(lengths))
+    cumulative = np.cumsum(lengths[order])
+    last = int(np.searchsorted(cumulative, budget))  # first position where the sum reaches the budget
+    before = int(cumulative[last - 1]) if last else 0
+    return order[: last + 1], budget - before
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class TokenBudget(PipelineStep):
+    type = "🔢 - TOKENIZER"
+    name = "⚖️ equal token budget"
+
+    def __init__(self, config: ExperimentConfig):
+        super().__init__()
+        self.config = config
+
+    def cut_arm(self, arm: str) -> dict:
+        from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
+
+        shards = [IndexedDataset(p) for p in token_shards(self.config, arm)]
+        ids = shard_document_ids(self.config, arm)
+        where = [(s, d) for s, shard in enumerate(shards) for d in range(len(shard))]
+        lengths = np.concatenate([s.sequence_lengths for s in shards]).astype(np.int64)
+        chosen, last_tokens = select_documents(lengths, self.config.dataset.tokens_per_arm, self.config.dataset.seed)
+
+        prefix = dataset_prefix(self.config, arm)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=shards[0].index.dtype)
+        with gzip.open(prefix.parent / "selected_ids.txt.gz", "wt") as id_file:
+            for n, i in enumerate(chosen):
+                s, d = where[i]
+                tokens = shards[s][d]
+                if n == len(chosen) - 1:
+                    tokens = tokens[:last_tokens]
+                builder.add_document(tokens, [len(tokens)])
+                id_file.write(ids[s][d] + "\n")
+        builder.finalize(f"{prefix}.idx")
+        self.stat_update(f"documents_{arm}", value=len(chosen))
+        return {
+            "available_tokens": int(lengths.sum()),
+            "available_documents": len(lengths),
+            "tokens": self.config.dataset.tokens_per_arm,
+            "documents": len(chosen),
+            "last_document_kept_tokens": int(last_tokens),
+            "last_document_tokens": int(lengths[chosen[-1]]),
+            "path_prefix": str(prefix),
+            "bin_sha256": file_sha256(Path(f"{prefix}.bin")),
+            "idx_sha256": file_sha256(Path(f"{prefix}.idx")),
+            "source_shards": token_shards(self.config, arm),
+        }
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
+        with self.track_time():
+            check_budget(self.config, available_tokens(self.config))
+            arms = {arm: self.cut_arm(arm) for arm in self.config.arms}
+        manifest = {
+            "tokens_per_arm": self.config.dataset.tokens_per_arm,
+            "seed": self.config.dataset.seed,
+            "tokenizer": {"path": str(self.config.tokenizer_dir()), "sha256": tokenizer_sha256(self.config.tokenizer_dir()),
+                          "eos_token": eos_token(self.config)},
+            "arms": arms,
+        }
+        manifest_path(self.config).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def manifest_path(config: ExperimentConfig) -> Path:
+    return config.output_root / "datasets" / "manifest.json"

@@ -1,0 +1,185 @@
+"""The ledger: every input record of every arm, from WARC to training tokens.
+
+    python -m corpus.ledger CONFIG
+
+Reads datatrove's own per-task stats of every stage (nothing is re-counted) and prints, side by
+side for all arms, one row per stage: documents in and out, removed by reason, tokens in and out
+(tokens are counted with the experiment's tokenizer, end-of-document token included, right
+after extraction). Every row is checked: in = out + removed, and each stage's input is the
+previous stage's output. Then the overlap between arms: how many source records (WARC record
+ids) survive post-processing, and the token budget, in both arms or only in one.
+Writes `<output_root>/ledger.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from itertools import combinations
+from pathlib import Path
+
+from datatrove.pipeline.dedup import MinhashDedupFilter
+from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter, URLFilter
+from datatrove.pipeline.tokens import TokensCounter
+
+from corpus.budget import manifest_path
+from corpus.config import ExperimentConfig, load_experiment_or_exit
+from corpus.exact_dedup import Sha256DedupFilter
+from corpus.filters import KeywordFilter, LocalLanguageFilter
+from corpus.summary import counters, merged_stats, summarize_arm
+
+# the filter stage's steps, by the name datatrove records in the stats, in pipeline order
+FILTER_ROWS = {
+    Sha256DedupFilter.name: "exact dedup (SHA-256)",
+    LocalLanguageFilter.name: "language id",
+    GopherQualityFilter.name: "Gopher quality",
+    GopherRepetitionFilter.name: "Gopher repetition",
+    URLFilter.name: "URL blocklist",
+    KeywordFilter.name: "keyword blocklist",
+}
+
+
+def _row(stage: str, docs_in: int, docs_out: int, removed: dict[str, int], tokens_in, tokens_out) -> dict:
+    return {"stage": stage, "documents_in": docs_in, "documents_out": docs_out, "removed": removed,
+            "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "balanced": docs_in == docs_out + sum(removed.values())}
+
+
+def _removed(c: dict[str, int], reason: str = "removed") -> dict[str, int]:
+    """Drops by reason; drops the step counted without one get `reason`."""
+    reasons = {k.removeprefix("dropped_"): v for k, v in c.items() if k.startswith("dropped_")}
+    unexplained = c.get("dropped", 0) - sum(reasons.values())
+    return reasons | ({reason: unexplained} if unexplained else {})
+
+
+def _step_name(step: dict) -> str:
+    """A step's class-level name: datatrove records '<type>: <name>'."""
+    return step["name"].split(": ", 1)[-1]
+
+
+def _tokens(step: dict) -> int | None:
+    value = step["stats"].get("doc_len_tokens")
+    return int(value["total"]) if isinstance(value, dict) else None
+
+
+def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
+    extraction = summarize_arm(config, arm)
+    rows = []
+    if extraction.get("records") is not None:
+        dropped = extraction["dropped"]
+        rows.append(_row("extraction", extraction["records"], extraction["documents_out"], dropped, None, None)
+                    | {"fallback": extraction["fallback"]})
+    logs = config.post_dir(arm) / "logs"
+    steps, _ = merged_stats(logs / "filter")
+    tokens = None
+    for step in steps:
+        c = counters(step)
+        if _step_name(step) == TokensCounter.name:  # right after the reader: tokens of the extracted documents
+            tokens = c.get("tokens", 0)
+            if rows:
+                rows[-1]["tokens_out"] = tokens
+        if _step_name(step) in FILTER_ROWS:
+            out = _tokens(step) if tokens is not None else None
+            rows.append(_row(FILTER_ROWS[_step_name(step)], c.get("total", 0), c.get("forwarded", 0), _removed(c), tokens,
+                             out if out is not None or tokens is None else 0))
+            tokens = rows[-1]["tokens_out"]
+    steps, _ = merged_stats(logs / "minhash-filter")
+    if steps:
+        c = counters(next(s for s in steps if _step_name(s) == MinhashDedupFilter.name))
+        writer = steps[-2]  # the documents writer (the last step writes the ids)
+        out = _tokens(writer) if tokens is not None else None
+        rows.append(_row("MinHash dedup", c.get("total", 0), c.get("forwarded", 0), _removed(c, "near_duplicate"), tokens,
+                         out if out is not None or tokens is None else 0))
+    manifest = manifest_path(config)
+    if manifest.is_file():
+        arm_manifest = json.loads(manifest.read_text())["arms"][arm]
+        docs_in = arm_manifest["available_documents"]
+        rows.append(_row("token budget", docs_in, arm_manifest["documents"],
+                         {"over budget": docs_in - arm_manifest["documents"]},
+                         arm_manifest["available_tokens"], arm_manifest["tokens"]))
+    chained = all(a["documents_out"] == b["documents_in"]
+                  and None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"]
+                  for a, b in zip(rows, rows[1:]))
+    return {"arm": arm, "rows": rows, "chained": chained,
+            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)}
+
+
+def _ids(paths: list[Path]) -> set[str]:
+    ids: set[str] = set()
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            if path.name.endswith(".txt.gz"):
+                ids.update(line.strip() for line in f)
+            else:
+                ids.update(json.loads(line)["id"] for line in f)
+    return ids
+
+
+def overlap(config: ExperimentConfig) -> dict:
+    """Per pair of arms, records present in both / only in one, after post-processing and in
+    the token budget."""
+    levels = {
+        "post-processed": {arm: sorted((config.post_dir(arm) / "ids").glob("*.jsonl.gz")) for arm in config.arms},
+        "in the token budget": {arm: sorted(config.dataset_dir(arm).glob("selected_ids.txt.gz")) for arm in config.arms},
+    }
+    out = {}
+    for level, files in levels.items():
+        if not all(files.values()):
+            continue
+        ids = {arm: _ids(paths) for arm, paths in files.items()}
+        out[level] = [{"arms": [a, b], "both": len(ids[a] & ids[b]), f"only_{a}": len(ids[a] - ids[b]),
+                       f"only_{b}": len(ids[b] - ids[a])} for a, b in combinations(config.arms, 2)]
+    return out
+
+
+def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(110, 30 + 48 * len(ledgers)))
+    table = Table(title="Ledger: documents (tokens) in → out, removed by reason")
+    table.add_column("stage")
+    for ledger in ledgers:
+        table.add_column(ledger["arm"], justify="right")
+    stages = list(dict.fromkeys(r["stage"] for ledger in ledgers for r in ledger["rows"]))
+
+    def cell(row: dict | None) -> str:
+        if row is None:
+            return "-"
+        tok = f" ({row['tokens_in']:,} → {row['tokens_out']:,} tok)" if row["tokens_in"] is not None else (
+            f" ({row['tokens_out']:,} tok)" if row["tokens_out"] is not None else "")
+        removed = ", ".join(f"{k} {v}" for k, v in sorted(row["removed"].items()) if v)
+        mark = "" if row["balanced"] else " UNBALANCED"
+        return f"{row['documents_in']:,} → {row['documents_out']:,}{tok}" + (f"\n−{removed}" if removed else "") + mark
+
+    for stage in stages:
+        table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
+    table.add_row("every record accounted for", *("yes" if ledger["balanced"] else "NO" for ledger in ledgers))
+    console.print(table)
+    for level, pairs in overlaps.items():
+        for pair in pairs:
+            a, b = pair["arms"]
+            console.print(f"records {level}: in both {pair['both']:,}, only {a} {pair[f'only_{a}']:,}, "
+                          f"only {b} {pair[f'only_{b}']:,}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.ledger", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    ledgers = [arm_ledger(config, arm) for arm in config.arms]
+    overlaps = overlap(config)
+    print_ledger(ledgers, overlaps)
+    path = config.output_root / "ledger.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"arms": ledgers, "overlap": overlaps}, indent=2) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""The corpus flow of an experiment as a list of datatrove stages, run locally or on Slurm.
+
+    extract (per arm) ─► tokenizer (all arms) ─► post-processing (per arm, 7 stages) ─►
+    tokenize (per arm) ─► budget (all arms)
+
+Post-processing is the same list of steps for every arm, built from the one `postprocess` block
+of the config; only the folders differ. The order is the paper's RefinedWeb-style regimen:
+SHA-256 exact dedup → fastText language id → Gopher quality → Gopher repetition → URL and
+keyword blocklists → MinHash-LSH. Every removed document goes to
+`<output_root>/post/<arm>/removed/<step>/` with its reason.
+
+Locally the stages run one after the other (datatrove's local executor; completed tasks are
+skipped on a re-run). On Slurm every stage is a job array that starts when the stages it needs
+have finished (`afterok`), so the whole flow is submitted at once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
+from datatrove.pipeline.dedup.minhash import MinhashConfig
+from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter
+from datatrove.pipeline.writers import JsonlWriter
+
+from corpus.arms import extraction_pipeline
+from corpus.budget import TokenBudget
+from corpus.config import DripperArm, ExperimentConfig, Resources
+from corpus.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
+from corpus.filters import KeywordFilter, LocalLanguageFilter, OfflineURLFilter, default_lid_model
+from corpus.tokenizer import SharedTokenizer, eos_token, tokenizer_file
+
+UNTIL = ("extract", "postprocess", "dataset")
+ONE_TASK = Resources(tasks=1, workers=1)
+
+
+@dataclass
+class Stage:
+    name: str
+    arm: str | None  # None: a stage over all arms
+    pipeline: list
+    resources: Resources
+    logs: Path
+    needs: list[Stage] = field(default_factory=list)
+    tasks: int | None = None  # default: resources.tasks
+    one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}-{self.arm}" if self.arm else self.name
+
+
+def local_workers(stage: Stage) -> int:
+    return 1 if stage.one_local_process else min(stage.resources.workers, os.cpu_count() or 1)
+
+
+def uses_vllm_engine(arm) -> bool:
+    return isinstance(arm, DripperArm) and arm.labeler.kind == "vllm"
+
+
+def _excluded(config: ExperimentConfig, arm: str, step: str) -> JsonlWriter:
+    return JsonlWriter(str(config.post_dir(arm) / "removed" / step), output_filename="${rank}.jsonl.gz")
+
+
+def document_id(writer, document) -> dict:
+    """JsonlWriter adapter: only the record id (the ledger's overlap between arms reads these)."""
+    return {"id": document.id}
+
+
+def _reader(folder: Path) -> JsonlReader:
+    return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False)
+
+
+def filter_steps(config: ExperimentConfig, arm: str) -> list:
+    """Exact-dedup filter, then the document filters, in the regimen's order, each writing what
+    it removes. The same list for every arm: only the folders depend on `arm`."""
+    post, post_dir = config.postprocess, config.post_dir(arm)
+    lang, quality, repetition, safety = post.language, post.gopher_quality, post.gopher_repetition, post.safety
+    steps = [TokensCounter(tokenizer_file(config), count_eos_token=True)] if config.tokenizer else []
+    steps += [
+        Sha256DedupFilter(str(post_dir / "exact" / "duplicates"), exclusion_writer=_excluded(config, arm, "exact_dedup")),
+        LocalLanguageFilter(lang.model or default_lid_model(), lang.languages, lang.threshold, backend=lang.backend,
+                            exclusion_writer=_excluded(config, arm, "language")),
+        GopherQualityFilter(**quality.model_dump(), language=post.word_tokenizer_language,
+                            exclusion_writer=_excluded(config, arm, "gopher_quality")),
+        GopherRepetitionFilter(**repetition.model_dump(), language=post.word_tokenizer_language,
+                               exclusion_writer=_excluded(config, arm, "gopher_repetition")),
+        OfflineURLFilter(use_integrated_lists=safety.url_blocklists, extra_domains=safety.banned_domains,
+                         exclusion_writer=_excluded(config, arm, "url_blocklist")),
+    ]
+    if safety.keyword_blocklist:
+        steps.append(KeywordFilter(safety.keyword_blocklist, exclusion_writer=_excluded(config, arm, "keyword_blocklist")))
+    return steps
+
+
+def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, tokenizer: Stage | None) -> list[Stage]:
+    post, post_dir = config.postprocess, config.post_dir(arm)
+    logs, res = post_dir / "logs", post.resources
+    minhash = MinhashConfig(n_grams=post.minhash.n_grams, num_buckets=post.minhash.num_buckets,
+                            hashes_per_bucket=post.minhash.hashes_per_bucket, seed=post.minhash.seed)
+    extracted = config.arm_dir(arm) / "output"
+    sigs = Stage("exact-signatures", arm, [
+        _reader(extracted), Sha256DedupSignature(str(post_dir / "exact" / "signatures"), post.exact_dedup.finder_tasks),
+    ], res, logs / "exact-signatures", [extract])
+    find = Stage("exact-find", arm, [
+        Sha256FindDuplicates(str(post_dir / "exact" / "signatures"), str(post_dir / "exact" / "duplicates")),
+    ], res, logs / "exact-find", [sigs], tasks=post.exact_dedup.finder_tasks)
+    filtered = Stage("filter", arm, [
+        _reader(extracted), *filter_steps(config, arm),
+        JsonlWriter(str(post_dir / "filtered"), output_filename="${rank}.jsonl.gz"),
+    ], res, logs / "filter", [find] + ([tokenizer] if tokenizer else []))
+    mh_sigs = Stage("minhash-signatures", arm, [
+        _reader(post_dir / "filtered"),
+        MinhashDedupSignature(str(post_dir / "minhash" / "signatures"), config=minhash, language=post.word_tokenizer_language),
+    ], res, logs / "minhash-signatures", [filtered])
+    mh_buckets = Stage("minhash-buckets", arm, [
+        MinhashDedupBuckets(str(post_dir / "minhash" / "signatures"), str(post_dir / "minhash" / "buckets"), config=minhash),
+    ], res, logs / "minhash-buckets", [mh_sigs], tasks=minhash.num_buckets)
+    mh_cluster = Stage("minhash-cluster", arm, [
+        MinhashDedupCluster(str(post_dir / "minhash" / "buckets"), str(post_dir / "minhash" / "remove_ids"), config=minhash),
+    ], res, logs / "minhash-cluster", [mh_buckets], tasks=1)
+    mh_filter = Stage("minhash-filter", arm, [
+        _reader(post_dir / "filtered"),
+        MinhashDedupFilter(str(post_dir / "minhash" / "remove_ids"), exclusion_writer=_excluded(config, arm, "minhash")),
+        JsonlWriter(str(post_dir / "output"), output_filename="${rank}.jsonl.gz"),
+        JsonlWriter(str(post_dir / "ids"), output_filename="${rank}.jsonl.gz", adapter=document_id),
+    ], res, logs / "minhash-filter", [mh_cluster])
+    return [sigs, find, filtered, mh_sigs, mh_buckets, mh_cluster, mh_filter]
+
+
+def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: str = "dataset",
+                  arms: list[str] | None = None) -> list[Stage]:
+    """Every stage up to `until` in an order that respects dependencies. `arms` limits the
+    extraction stage; the later stages need every arm and are built only for all of them."""
+    extract = {arm: Stage("extract", arm, extraction_pipeline(config, arm, base, paths_file),
+                          config.arms[arm].resources, config.arm_dir(arm) / "logs",
+                          one_local_process=uses_vllm_engine(config.arms[arm]))
+               for arm in arms or config.arms}
+    stages = list(extract.values())
+    if until == "extract" or arms:
+        return stages
+    logs = config.output_root / "logs"
+    tokenizer = None
+    if config.tokenizer:
+        tokenizer = Stage("tokenizer", None, [SharedTokenizer(config)], ONE_TASK, logs / "tokenizer", list(extract.values()))
+        stages.append(tokenizer)
+    final = {}
+    for arm in config.arms:
+        post = postprocess_stages(config, arm, extract[arm], tokenizer)
+        stages += post
+        final[arm] = post[-1]
+    if until == "postprocess" or config.dataset is None:
+        return stages
+    tokenized = []
+    for arm in config.arms:
+        tokenized.append(Stage("tokenize", arm, [
+            _reader(config.post_dir(arm) / "output"),
+            MegatronDocumentTokenizer(str(config.dataset_dir(arm) / "tokens"), save_filename=arm,
+                                      tokenizer_name_or_path=tokenizer_file(config), eos_token=eos_token(config)),
+        ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final[arm], tokenizer]))
+    stages += tokenized
+    stages.append(Stage("budget", None, [TokenBudget(config)], ONE_TASK, logs / "budget", tokenized))
+    return stages
+
+
+def run_local(stages: list[Stage]) -> None:
+    from datatrove.executor import LocalPipelineExecutor
+
+    for stage in stages:
+        LocalPipelineExecutor(stage.pipeline, tasks=stage.tasks or stage.resources.tasks, workers=local_workers(stage),
+                              logging_dir=str(stage.logs), skip_completed=True).run()
+
+
+def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, str]:
+    """Submit every stage as a job array depending on the stages it needs; returns job ids
+    ('-1': every task already done)."""
+    from datatrove.executor import SlurmPipelineExecutor
+
+    job_ids: dict[str, str] = {}
+    for stage in stages:
+        res = stage.resources
+        needs = [job_ids[n.label] for n in stage.needs if job_ids.get(n.label, "-1") != "-1"]
+        executor = SlurmPipelineExecutor(
+            stage.pipeline, tasks=stage.tasks or res.tasks, workers=res.workers, time=res.time,
+            partition=res.partition, cpus_per_task=res.cpus_per_task, mem_per_cpu_gb=res.mem_per_cpu_gb,
+            gpus_per_task=res.gpus_per_task, qos=res.qos, job_name=f"{config.executor.job_name_prefix}-{stage.label}",
+            env_command=config.executor.env_command, logging_dir=str(stage.logs),
+            slurm_logs_folder=str(stage.logs / "slurm_logs"), skip_completed=True,
+            depends_job_id=":".join(needs) or None,
+        )
+        executor.run()
+        job_ids[stage.label] = str(executor.job_id)
+    return job_ids

@@ -1,0 +1,119 @@
+"""The one tokenizer every arm is counted and tokenised with.
+
+`SharedTokenizer` is a one-task datatrove step run after extraction of every arm. It writes a
+Hugging Face tokenizer folder to `<output_root>/tokenizer/` (with `tokenizer.json`, which
+datatrove's token steps read, and which the exported checkpoints carry):
+
+- `pretrained`: the given folder or hub id, saved as is;
+- `sentencepiece`: a byte-fallback BPE model trained on the same number of characters from
+  every arm's extracted documents (documents taken in a seeded order; the sample of each arm is
+  cut to the size of the smallest, so no arm weighs more in the vocabulary).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+from pathlib import Path
+
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+from corpus.config import ExperimentConfig, TokenizerConfig
+
+# the end-of-document token of the project's SentencePiece models (ids: unk 0, bos 1, eos 2)
+SENTENCEPIECE_EOS = "</s>"
+
+
+def eos_token(config: ExperimentConfig) -> str:
+    return SENTENCEPIECE_EOS if config.tokenizer.kind == "sentencepiece" else config.tokenizer.eos_token
+
+
+def tokenizer_file(config: ExperimentConfig) -> str:
+    return str(config.tokenizer_dir() / "tokenizer.json")
+
+
+def tokenizer_sha256(folder: Path) -> str:
+    return hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
+
+
+def arm_documents(output_dir: Path, seed: int):
+    """One arm's extracted texts in a seeded order: files shuffled, documents in file order."""
+    files = sorted(output_dir.glob("*.jsonl.gz"))
+    random.Random(seed).shuffle(files)
+    for path in files:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)["text"]
+
+
+def take_chars(texts, chars: int) -> list[str]:
+    """Texts until `chars` characters; the last one is cut to fit."""
+    out, total = [], 0
+    for text in texts:
+        if total >= chars:
+            break
+        out.append(text[: chars - total])
+        total += len(out[-1])
+    return out
+
+
+def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -> None:
+    import sentencepiece as spm
+    from transformers import LlamaTokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    corpus_file = out / "sample.txt"
+    # SentencePiece reads sentences; a document's lines are enough context for BPE merges
+    corpus_file.write_text("\n".join(line for t in texts for line in t.splitlines() if line.strip()), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus_file), model_prefix=str(out / "tokenizer"), vocab_size=options.vocab_size,
+        model_type="bpe", byte_fallback=True, split_digits=True, character_coverage=0.9995,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=2_000_000, shuffle_input_sentence=True,
+        seed_sentencepiece_size=1_000_000, num_threads=1, minloglevel=2,
+        hard_vocab_limit=False,
+    )
+    corpus_file.unlink()
+    # Llama's tokenizer class reads tokenizer.model and saves the fast tokenizer.json beside it
+    LlamaTokenizer.from_pretrained(str(out), legacy=False).save_pretrained(str(out))
+
+
+class SharedTokenizer(PipelineStep):
+    type = "🔢 - TOKENIZER"
+    name = "🔤 shared tokenizer"
+
+    def __init__(self, config: ExperimentConfig):
+        super().__init__()
+        self.config = config
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
+        options, out = self.config.tokenizer, self.config.tokenizer_dir()
+        with self.track_time():
+            if options.kind == "pretrained":
+                from transformers import AutoTokenizer
+
+                AutoTokenizer.from_pretrained(options.name_or_path).save_pretrained(str(out))
+            else:
+                per_arm = {arm: take_chars(arm_documents(self.config.arm_dir(arm) / "output", options.seed),
+                                           options.sample_chars_per_arm) for arm in self.config.arms}
+                size = min(sum(map(len, texts)) for texts in per_arm.values())
+                sample = []
+                for arm, texts in per_arm.items():
+                    cut = take_chars(texts, size)
+                    self.stat_update(f"chars_{arm}", value=sum(map(len, cut)))
+                    sample.extend(cut)
+                train_sentencepiece(sample, options, out)
+        check_tokenizer(self.config)
+
+
+def check_tokenizer(config: ExperimentConfig) -> None:
+    """The saved folder has tokenizer.json and knows the end-of-document token."""
+    from tokenizers import Tokenizer
+
+    path = Path(tokenizer_file(config))
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the tokenizer has no tokenizer.json (a fast tokenizer is needed)")
+    if Tokenizer.from_file(str(path)).token_to_id(eos_token(config)) is None:
+        raise ValueError(f"{path}: no end-of-document token {eos_token(config)!r}; set tokenizer.eos_token")
