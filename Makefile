@@ -46,6 +46,7 @@ DEMO_ENCODER = out/local/models/encoder-labeler
 # labeler of its Dripper arm on generated pages (another seed than the demo's WARC).
 demo: setup $(DEMO_ENCODER)/block_labeler.json
 	bash slurm/extract.sh configs/local.yaml
+	$(PY) -m corpus.ledger configs/local.yaml
 	$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
 
 $(DEMO_ENCODER)/block_labeler.json: | setup

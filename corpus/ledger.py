@@ -100,7 +100,7 @@ def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
                          {"over budget": docs_in - arm_manifest["documents"]},
                          arm_manifest["available_tokens"], arm_manifest["tokens"]))
     chained = all(a["documents_out"] == b["documents_in"]
-                  and None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"]
+                  and (None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"])
                   for a, b in zip(rows, rows[1:]))
     return {"arm": arm, "rows": rows, "chained": chained,
             "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)}

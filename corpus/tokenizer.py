@@ -70,7 +70,10 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
     corpus_file.write_text("\n".join(line for t in texts for line in t.splitlines() if line.strip()), encoding="utf-8")
     spm.SentencePieceTrainer.train(
         input=str(corpus_file), model_prefix=str(out / "tokenizer"), vocab_size=options.vocab_size,
+        # identity normalisation keeps newlines and runs of spaces (Markdown needs them); bytes
+        # outside the vocabulary fall back to byte tokens, so every text round-trips
         model_type="bpe", byte_fallback=True, split_digits=True, character_coverage=0.9995,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
         unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=2_000_000, shuffle_input_sentence=True,
         seed_sentencepiece_size=1_000_000, num_threads=1, minloglevel=2,
         hard_vocab_limit=False,

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Extraction of every arm of an experiment.
-#   bash slurm/extract.sh [CONFIG]     on this machine (datatrove's local executor)
-#   sbatch slurm/extract.sh [CONFIG]   on a cluster: this small job submits one datatrove job array
-#                                      per arm (partition, GPUs, tasks, time from the config)
-# Re-running skips the tasks that finished (datatrove completion markers under <arm>/logs/).
+# The corpus flow of an experiment: extraction of every arm, the shared tokenizer, identical
+# post-processing, tokenisation and the equal token budget (corpus/stages.py).
+#   bash slurm/extract.sh [CONFIG]     on this machine (datatrove's local executor, stage by stage)
+#   sbatch slurm/extract.sh [CONFIG]   on a cluster: this small job submits every stage as a
+#                                      datatrove job array that waits for the stages it needs
+#                                      (partition, GPUs, tasks, time from the config)
+# Re-running skips the tasks that finished (datatrove completion markers under each logs/).
 #SBATCH --job-name=xsuite-extract
 #SBATCH --partition=cpu
 #SBATCH --cpus-per-task=1

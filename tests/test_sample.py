@@ -16,7 +16,10 @@ def test_same_seed_same_bytes(tmp_path):
 def test_every_template_and_bad_record_kind_is_present(sample_dir):
     gold = read_gold(sample_dir / "gold.jsonl")
     templates = Counter(r["template"] for r in gold if r["template"])
-    assert set(templates) == set(TEMPLATES)
+    assert set(templates) == set(TEMPLATES) | {"spam"}
+    notes = " ".join(r["note"] for r in gold)
+    for kind in ("exact mirror", "near-duplicate", "keyword-stuffed spam", "blocklisted domain"):
+        assert kind in notes  # what post-processing must remove
     expects = Counter(r["expect"] for r in gold)
     assert expects["not_html"] == 2 and expects["empty"] == 1
     assert expects["too_large"] == 1 and expects["undecodable"] == 1

@@ -1,5 +1,8 @@
 """`sbatch slurm/extract.sh CONFIG` on a real one-node Slurm (slurm-wlm + munge from Debian),
-started with the scripts in ../shared/slurm; skipped where those or root are missing."""
+started with the scripts in ../shared/slurm; skipped where those or root are missing.
+
+The whole corpus flow is submitted at once: extraction arrays, then the shared tokenizer,
+post-processing, tokenisation and the budget, each job waiting on the ones it needs."""
 
 import os
 import subprocess
@@ -10,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from corpus.budget import manifest_path
 from corpus.config import load_experiment
+from corpus.ledger import arm_ledger
 from corpus.summary import summarize_arm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +40,7 @@ def slurm_env():
     subprocess.run(["bash", str(SLURM_SCRIPTS / "stop-local-slurm.sh"), str(state)], capture_output=True, timeout=120)
 
 
-def test_sbatch_extract_submits_one_array_per_arm_and_resumes(tmp_path, sample_dir, slurm_env):
+def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path, sample_dir, slurm_env):
     config_path = tmp_path / "exp.yaml"
     resources = {"tasks": 1, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00"}
     config_path.write_text(yaml.safe_dump({
@@ -46,23 +51,27 @@ def test_sbatch_extract_submits_one_array_per_arm_and_resumes(tmp_path, sample_d
             "cpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "cpu"}},
             "gpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "gpu", "gpus_per_task": 1}},
         },
+        "postprocess": {"minhash": {"num_buckets": 2}, "resources": resources},
+        "tokenizer": {"kind": "sentencepiece", "vocab_size": 500, "sample_chars_per_arm": 20000},
+        "dataset": {"tokens_per_arm": 2000},
     }))
     config = load_experiment(config_path)
 
     def submit_and_wait():
         subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
                        cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
-        deadline = time.time() + 240
+        deadline = time.time() + 400
         while time.time() < deadline:
-            summaries = [summarize_arm(config, arm) for arm in config.arms]
-            if all(s["complete"] for s in summaries):
-                return summaries
+            if manifest_path(config).is_file():
+                return [summarize_arm(config, arm) for arm in config.arms]
             time.sleep(2)
-        raise AssertionError(f"arrays did not finish: {summaries}; logs in {tmp_path}")
+        raise AssertionError(f"the budget stage did not finish; logs in {tmp_path}")
 
     summaries = submit_and_wait()
     assert all(s["balanced"] and s["records"] == summaries[0]["records"] for s in summaries)
-    stats = config.arm_dir("cpu_arm") / "logs" / "stats" / "00000.json"
-    first = stats.stat().st_mtime_ns
+    assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
+    stats = [config.arm_dir("cpu_arm") / "logs" / "stats" / "00000.json",
+             config.output_root / "logs" / "budget" / "stats" / "00000.json"]
+    first = [s.stat().st_mtime_ns for s in stats]
     submit_and_wait()  # a re-run finds every task complete and runs nothing
-    assert stats.stat().st_mtime_ns == first
+    assert [s.stat().st_mtime_ns for s in stats] == first
