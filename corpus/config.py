@@ -327,7 +327,7 @@ class TokenizerConfig(StrictModel):
     kind: Literal["pretrained", "sentencepiece"]
     name_or_path: str | None = None
     eos_token: str = "</s>"  # pretrained: its end-of-document token (SentencePiece models use </s>)
-    vocab_size: int = Field(8000, ge=256)
+    vocab_size: int = Field(8000, ge=384)  # 256 byte-fallback pieces + specials + merges
     sample_chars_per_arm: int = Field(2_000_000, ge=1000)
     seed: int = 0
 
@@ -348,6 +348,119 @@ class DatasetConfig(StrictModel):
     seed: int = 0
 
 
+# ---------------------------------------------------------------- pretraining
+
+# Named model sizes: `pretrain: {model: tiny}` loads configs/models/tiny.yaml.
+MODELS_DIR = Path(__file__).resolve().parents[1] / "configs" / "models"
+
+
+class ModelConfig(StrictModel):
+    num_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=8)
+    ffn_hidden_size: int = Field(ge=8)
+    num_attention_heads: int = Field(ge=1)
+    num_query_groups: int | None = None  # None: one per head (no GQA)
+    seq_length: int = Field(ge=8)
+    rope_base: int = 10000
+    norm_eps: float = 1e-5
+    init_std: float = 0.02
+    tie_embeddings: bool = False
+    vocab_multiple: int = 128  # the embedding is padded to a multiple of this (tensor-core friendly)
+
+    @model_validator(mode="after")
+    def _shapes(self) -> ModelConfig:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
+                             f"{self.num_attention_heads}")
+        if self.num_query_groups is not None and self.num_attention_heads % self.num_query_groups:
+            raise ValueError(f"num_attention_heads {self.num_attention_heads} is not divisible by num_query_groups "
+                             f"{self.num_query_groups}")
+        return self
+
+    @property
+    def kv_groups(self) -> int:
+        return self.num_query_groups or self.num_attention_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def padded_vocab(self, vocab_size: int) -> int:
+        return -(-vocab_size // self.vocab_multiple) * self.vocab_multiple
+
+    def parameters(self, vocab_size: int) -> dict[str, int]:
+        """Parameter counts: per layer, embeddings, total."""
+        h, kv = self.hidden_size, self.kv_groups * self.head_dim
+        attention = h * h + 2 * h * kv + h * h  # q, k and v, output
+        mlp = 3 * h * self.ffn_hidden_size  # gate, up, down
+        layer = attention + mlp + 2 * h  # two RMSNorm weights
+        vocab = self.padded_vocab(vocab_size)
+        embeddings = vocab * h * (1 if self.tie_embeddings else 2)
+        total = self.num_layers * layer + embeddings + h  # final norm
+        return {"per_layer": layer, "embeddings": embeddings, "total": total,
+                "non_embedding": total - embeddings}
+
+    def flops_per_token(self, vocab_size: int) -> float:
+        """Training FLOPs per token (forward + backward): 6 x the matmul parameters (every
+        parameter but the input embedding) + the attention scores, 12 x layers x hidden x seq
+        (PaLM's accounting, also Megatron's)."""
+        p = self.parameters(vocab_size)
+        matmul = p["non_embedding"] + self.padded_vocab(vocab_size) * self.hidden_size  # + output layer
+        return 6 * matmul + 12 * self.num_layers * self.hidden_size * self.seq_length
+
+
+class SlurmTraining(StrictModel):
+    """One srun task per node, running torchrun over the node's GPUs."""
+
+    nodes: int = Field(1, ge=1)
+    gpus_per_node: int = Field(8, ge=1)
+    partition: str = "gpu"
+    cpus_per_task: int = Field(64, ge=1)
+    mem_gb: int = Field(512, ge=1)
+    time: str = "48:00:00"
+    qos: str = "normal"
+
+
+class TrainingConfig(StrictModel):
+    global_batch_size: int = Field(ge=1)  # sequences per optimizer step, over all GPUs
+    micro_batch_size: int = Field(ge=1)  # sequences per forward pass per GPU
+    lr: float = Field(3e-4, gt=0)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    warmup_fraction: float = Field(0.01, ge=0, lt=1)
+    weight_decay: float = Field(0.1, ge=0)
+    adam_betas: tuple[float, float] = (0.9, 0.95)
+    adam_eps: float = 1e-8
+    clip_grad: float = Field(1.0, gt=0)
+    checkpoint_every: int = Field(ge=1)  # steps; the last step is always saved
+    log_every: int = Field(1, ge=1)
+    peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
+
+
+class PretrainConfig(StrictModel):
+    model: ModelConfig
+    training: TrainingConfig
+    seeds: list[int] = Field([1, 2, 3], min_length=1)
+    slurm: SlurmTraining = SlurmTraining()
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _named_size(cls, value):
+        if isinstance(value, str):
+            path = MODELS_DIR / f"{value}.yaml"
+            if not path.is_file():
+                names = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+                raise ValueError(f"no model size {value!r} (configs/models/ has {names})")
+            return yaml.safe_load(path.read_text())
+        return value
+
+    @model_validator(mode="after")
+    def _batches(self) -> PretrainConfig:
+        if self.training.global_batch_size % self.training.micro_batch_size:
+            raise ValueError(f"global_batch_size {self.training.global_batch_size} is not a multiple of "
+                             f"micro_batch_size {self.training.micro_batch_size}")
+        return self
+
+
 # ---------------------------------------------------------------- experiment
 
 
@@ -361,6 +474,7 @@ class ExperimentConfig(StrictModel):
     postprocess: PostprocessConfig = PostprocessConfig()
     tokenizer: TokenizerConfig | None = None
     dataset: DatasetConfig | None = None
+    pretrain: PretrainConfig | None = None
 
     @field_validator("arms")
     @classmethod
@@ -374,6 +488,8 @@ class ExperimentConfig(StrictModel):
     def _dataset_needs_tokenizer(self) -> ExperimentConfig:
         if self.dataset is not None and self.tokenizer is None:
             raise ValueError("dataset needs a tokenizer section (one tokenizer for every arm)")
+        if self.pretrain is not None and self.dataset is None:
+            raise ValueError("pretrain needs a dataset section (the token-matched datasets it trains on)")
         return self
 
     def arm_dir(self, arm: str) -> Path:
@@ -387,6 +503,10 @@ class ExperimentConfig(StrictModel):
 
     def dataset_dir(self, arm: str) -> Path:
         return self.output_root / "datasets" / arm
+
+    def run_dir(self, arm: str, seed: int) -> Path:
+        """Checkpoints, logs and exported models of one (arm, seed) training run."""
+        return self.output_root / "train" / arm / f"seed{seed}"
 
 
 def _format_errors(path: Path, err: ValidationError) -> str:

@@ -1,0 +1,95 @@
+"""The decoder: megatron-core's GPTModel in the Llama shape, and its one-to-one Hugging Face twin.
+
+`build_model` makes the GPTModel (local layer spec; Transformer Engine's spec on GPU nodes where
+it is installed). `hf_config` and `hf_state_dict` map the same model to `LlamaForCausalLM`: the
+fused QKV weight is split per query group ([q x heads-per-group, k, v] rows per group) and the
+SwiGLU `linear_fc1` into gate and up halves.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from corpus.config import ModelConfig
+from pretrain.platform import Platform, transformer_flags
+
+
+def transformer_config(model: ModelConfig, platform: Platform):
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    return TransformerConfig(
+        num_layers=model.num_layers, hidden_size=model.hidden_size, ffn_hidden_size=model.ffn_hidden_size,
+        num_attention_heads=model.num_attention_heads, num_query_groups=model.kv_groups,
+        kv_channels=model.head_dim, init_method_std=model.init_std, layernorm_epsilon=model.norm_eps,
+        normalization="RMSNorm", gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
+        add_qkv_bias=False, hidden_dropout=0.0, attention_dropout=0.0, **transformer_flags(platform),
+    )
+
+
+def layer_spec(platform: Platform):
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+
+    if platform.is_cuda:
+        try:
+            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec
+
+            import transformer_engine  # noqa: F401
+
+            return get_gpt_layer_with_transformer_engine_spec()
+        except ImportError:
+            pass
+    return get_gpt_layer_local_spec(normalization="RMSNorm")
+
+
+def build_model(model: ModelConfig, vocab_size: int, platform: Platform):
+    from megatron.core.models.gpt import GPTModel
+
+    gpt = GPTModel(
+        config=transformer_config(model, platform), transformer_layer_spec=layer_spec(platform),
+        vocab_size=model.padded_vocab(vocab_size), max_sequence_length=model.seq_length,
+        share_embeddings_and_output_weights=model.tie_embeddings, position_embedding_type="rope",
+        rotary_base=model.rope_base,
+    )
+    return gpt.to(platform.device)
+
+
+def hf_config(model: ModelConfig, vocab_size: int, bos_id: int | None, eos_id: int | None):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=model.padded_vocab(vocab_size), hidden_size=model.hidden_size,
+        intermediate_size=model.ffn_hidden_size, num_hidden_layers=model.num_layers,
+        num_attention_heads=model.num_attention_heads, num_key_value_heads=model.kv_groups,
+        head_dim=model.head_dim, max_position_embeddings=model.seq_length, rms_norm_eps=model.norm_eps,
+        rope_theta=float(model.rope_base), tie_word_embeddings=model.tie_embeddings, attention_bias=False,
+        mlp_bias=False, hidden_act="silu", initializer_range=model.init_std, bos_token_id=bos_id,
+        eos_token_id=eos_id, torch_dtype="float32",
+    )
+
+
+def hf_state_dict(megatron: dict[str, torch.Tensor], model: ModelConfig) -> dict[str, torch.Tensor]:
+    """Megatron local/TE-spec GPTModel weights (tensor parallel 1) -> LlamaForCausalLM names."""
+    heads, groups, d = model.num_attention_heads, model.kv_groups, model.head_dim
+    per_group = heads // groups
+    out = {"model.embed_tokens.weight": megatron["embedding.word_embeddings.weight"],
+           "model.norm.weight": megatron["decoder.final_layernorm.weight"]}
+    if not model.tie_embeddings:
+        out["lm_head.weight"] = megatron["output_layer.weight"]
+    for i in range(model.num_layers):
+        src, dst = f"decoder.layers.{i}.", f"model.layers.{i}."
+        # TE's spec fuses the norms into the following linear layers
+        out[dst + "input_layernorm.weight"] = megatron.get(src + "input_layernorm.weight",
+                                                           megatron.get(src + "self_attention.linear_qkv.layer_norm_weight"))
+        out[dst + "post_attention_layernorm.weight"] = megatron.get(src + "pre_mlp_layernorm.weight",
+                                                                    megatron.get(src + "mlp.linear_fc1.layer_norm_weight"))
+        qkv = megatron[src + "self_attention.linear_qkv.weight"].view(groups, per_group + 2, d, model.hidden_size)
+        out[dst + "self_attn.q_proj.weight"] = qkv[:, :per_group].reshape(heads * d, model.hidden_size)
+        out[dst + "self_attn.k_proj.weight"] = qkv[:, per_group].reshape(groups * d, model.hidden_size)
+        out[dst + "self_attn.v_proj.weight"] = qkv[:, per_group + 1].reshape(groups * d, model.hidden_size)
+        out[dst + "self_attn.o_proj.weight"] = megatron[src + "self_attention.linear_proj.weight"]
+        gate, up = megatron[src + "mlp.linear_fc1.weight"].chunk(2, dim=0)
+        out[dst + "mlp.gate_proj.weight"] = gate
+        out[dst + "mlp.up_proj.weight"] = up
+        out[dst + "mlp.down_proj.weight"] = megatron[src + "mlp.linear_fc2.weight"]
+    return {k: v.detach().to(torch.float32).contiguous().clone() for k, v in out.items()}

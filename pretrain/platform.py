@@ -1,0 +1,145 @@
+"""Where training runs: CUDA GPUs (NCCL, bf16, megatron's distributed optimizer) or CPU (gloo,
+fp32, torch AdamW). Every workaround megatron-core needs on CPU lives here and nowhere else.
+
+On CPU megatron-core 0.16 still calls a few CUDA functions: `torch.cuda.current_device()` (RoPE,
+attention buffers, DDP buckets), `torch.cuda.synchronize()` (dist_checkpointing save) and the
+unfused softmax's default causal mask (built on `device="cuda"`); its optimizer wrappers allocate
+on `device='cuda'`. `use_cpu()` redirects the first three to the CPU, and `build_optimizer` uses
+torch's AdamW there (with torch's gradient clipping).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Platform:
+    device: torch.device
+    backend: str  # torch.distributed backend
+    dtype: torch.dtype  # parameters and activations
+    peak_flops: float | None  # per device, for MFU
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+
+# dense bf16 peak FLOP/s of common training GPUs (spec sheets, no sparsity)
+PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12, "B200": 2250e12}
+
+
+def detect(peak_flops: float | None = None) -> Platform:
+    """The local accelerator, or the CPU. `peak_flops` overrides the table (and is the only
+    source on CPU, where there is no sensible table)."""
+    if torch.cuda.is_available():
+        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(local_rank)
+        name = torch.cuda.get_device_name(local_rank)
+        table = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
+        return Platform(torch.device("cuda", local_rank), "nccl", torch.bfloat16, peak_flops or table)
+    use_cpu()
+    return Platform(torch.device("cpu"), "gloo", torch.float32, peak_flops)
+
+
+def use_cpu() -> None:
+    from functools import lru_cache
+
+    from megatron.core.fusions import fused_softmax
+
+    torch.cuda.current_device = lambda: torch.device("cpu")
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+    fused_softmax.get_default_causal_mask = lru_cache(maxsize=4)(
+        lambda sq: torch.triu(torch.ones(sq, sq), diagonal=1).bool())
+
+
+def init_distributed(platform: Platform) -> None:
+    """torch.distributed and megatron's model-parallel state (data parallel only). Works under
+    torchrun/srun (RANK, WORLD_SIZE, MASTER_ADDR set) and as a plain single process."""
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    if "MASTER_PORT" not in os.environ:
+        import socket
+
+        with socket.socket() as s:  # a free port for a lone process
+            s.bind(("127.0.0.1", 0))
+            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+    if not dist.is_initialized():
+        dist.init_process_group(platform.backend)
+    if not parallel_state.model_parallel_is_initialized():
+        parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
+
+
+def seed_everything(seed: int) -> None:
+    import random
+
+    import numpy as np
+    from megatron.core import tensor_parallel
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    tensor_parallel.model_parallel_cuda_manual_seed(seed, inference_rng_tracker=not torch.cuda.is_available())
+
+
+def transformer_flags(platform: Platform) -> dict:
+    """TransformerConfig settings that depend on the platform: fused kernels need CUDA."""
+    if platform.is_cuda:
+        return {"bf16": True, "params_dtype": torch.bfloat16}
+    return {"use_cpu_initialization": True, "gradient_accumulation_fusion": False, "bias_activation_fusion": False,
+            "bias_dropout_fusion": False, "masked_softmax_fusion": False, "apply_rope_fusion": False,
+            "persist_layer_norm": False}
+
+
+def build_optimizer(model, platform: Platform, lr: float, weight_decay: float, betas: tuple[float, float],
+                    eps: float, clip_grad: float):
+    """megatron's distributed optimizer on GPU; on CPU torch AdamW over the same gradients. Both:
+    decoupled weight decay on matrices only (not on norms), `step() -> (ok, grad_norm, _)`."""
+    if platform.is_cuda:
+        from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+
+        config = OptimizerConfig(optimizer="adam", lr=lr, weight_decay=weight_decay, adam_beta1=betas[0],
+                                 adam_beta2=betas[1], adam_eps=eps, clip_grad=clip_grad, bf16=True,
+                                 use_distributed_optimizer=True)
+        return get_megatron_optimizer(config, [model])
+    return CpuAdamW(model, lr, weight_decay, betas, eps, clip_grad)
+
+
+class CpuAdamW:
+    """torch AdamW stepping on megatron DDP's gradient buffers (`main_grad`), clipped by torch."""
+
+    def __init__(self, model, lr: float, weight_decay: float, betas, eps: float, clip_grad: float):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        decay = [p for p in self.params if p.dim() >= 2]
+        no_decay = [p for p in self.params if p.dim() < 2]
+        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                            {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas, eps=eps)
+        self.clip_grad = clip_grad
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> tuple[bool, float, None]:
+        for p in self.params:
+            p.grad = p.main_grad
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.clip_grad)
+        self.optimizer.step()
+        return True, float(grad_norm), None
+
+    def state_dict(self) -> dict:
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state)

@@ -1,0 +1,171 @@
+"""Train one decoder per (arm, seed) on the arm's token-matched dataset, with megatron-core.
+
+    python -m pretrain.train CONFIG [--arm ARM] [--seed SEED] [--stop-at STEP]
+    torchrun --nproc-per-node 8 -m pretrain.train CONFIG --arm ARM --seed SEED
+
+Without --arm/--seed it trains every (arm, seed) of the config, one after the other. Everything
+but the data is the same across arms: model shape, optimiser, schedule, steps (derived from the
+shared token budget), and for a given seed also the initial weights and the data order.
+Writes `<output_root>/train/<arm>/seed<S>/`: `log.jsonl` and `tensorboard/` (loss, learning rate,
+grad norm, tokens/s, MFU per step), `checkpoints/step_*` (every `checkpoint_every` steps and the
+last), and `hf/step_*` (each checkpoint exported to Hugging Face Llama for evaluation). A run
+resumes from its latest checkpoint; a finished run is skipped. `--stop-at` stops after saving
+that step, as a preemption would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from corpus.config import ExperimentConfig, TrainingConfig, load_experiment_or_exit
+
+
+def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
+    """Linear warmup to `lr`, then cosine decay to `lr x min_lr_ratio` at the last step."""
+    warmup = max(1, round(training.warmup_fraction * steps))
+    if step < warmup:
+        return training.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - 1 - warmup)
+    floor = training.lr * training.min_lr_ratio
+    return floor + (training.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None) -> Path:
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+
+    from pretrain.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+    from pretrain.data import build_dataset, micro_batches, tokenizer_facts, training_steps
+    from pretrain.export import megatron_weights, write_hf, write_run_info
+    from pretrain.model import build_model, transformer_config
+    from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
+
+    model_cfg, training = config.pretrain.model, config.pretrain.training
+    run_dir = config.run_dir(arm, seed)
+    steps, _ = training_steps(config)
+    tokens_per_step = training.global_batch_size * model_cfg.seq_length
+    last_step = min(steps, stop_at or steps)
+
+    # ---- where: devices, process group, seeds
+    platform = detect(training.peak_flops)
+    init_distributed(platform)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if training.global_batch_size % (world * training.micro_batch_size):
+        raise SystemExit(f"global_batch_size {training.global_batch_size} is not a multiple of "
+                         f"{world} ranks x micro_batch_size {training.micro_batch_size}")
+    seed_everything(seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    # ---- model, optimiser, data
+    vocab, eos_id, bos_id = tokenizer_facts(config)
+    model = build_model(model_cfg, vocab, platform)
+    ddp = DistributedDataParallel(transformer_config(model_cfg, platform), DistributedDataParallelConfig(
+        grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
+    optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
+                                training.adam_eps, training.clip_grad)
+    dataset = build_dataset(config, arm, seed, run_dir / "data_cache")
+    flops_per_token = model_cfg.flops_per_token(vocab)
+    run = {"experiment": config.name, "arm": arm, "seed": seed, "model": model_cfg.model_dump(),
+           "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "tokens_per_step": tokens_per_step,
+           "steps": steps, "tokenizer_dir": str(config.tokenizer_dir().resolve()),
+           "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token}
+    if rank == 0:
+        write_run_info(run_dir, run)
+
+    # ---- resume
+    start = 0
+    if (latest := latest_checkpoint(run_dir)) is not None:
+        start = load_checkpoint(latest, model, optimizer, platform)
+        if rank == 0:
+            print(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})", flush=True)
+    if start >= last_step:
+        return run_dir
+    log, tensorboard = None, None
+    if rank == 0:
+        log_path = run_dir / "log.jsonl"
+        kept = [line for line in (log_path.read_text().splitlines() if log_path.is_file() else [])
+                if json.loads(line)["step"] <= start]  # steps after the checkpoint are redone
+        log_path.write_text("".join(line + "\n" for line in kept))
+        log = log_path.open("a")
+        from torch.utils.tensorboard import SummaryWriter
+
+        tensorboard = SummaryWriter(str(run_dir / "tensorboard"), purge_step=start + 1)
+
+    # ---- the loop
+    n_micro = training.global_batch_size // (world * training.micro_batch_size)
+    ddp.train()
+    for step in range(start, last_step):
+        began = time.perf_counter()
+        ddp.zero_grad_buffer()
+        optimizer.zero_grad()
+        loss_sum = torch.zeros((), device=platform.device)
+        for batch in micro_batches(dataset, step, training.global_batch_size, training.micro_batch_size, rank, world):
+            batch = {k: v.to(platform.device) for k, v in batch.items()}
+            token_losses = ddp(batch["tokens"], batch["position_ids"], None, labels=batch["labels"])
+            mask = batch["loss_mask"].float()
+            loss = (token_losses.float() * mask).sum() / mask.sum()
+            (loss / n_micro).backward()
+            loss_sum += loss.detach() / n_micro
+        ddp.finish_grad_sync()
+        lr = learning_rate(step, steps, training)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        _, grad_norm, _ = optimizer.step()
+        dist.all_reduce(loss_sum)
+        seconds = time.perf_counter() - began
+        done = step + 1
+
+        if rank == 0 and (done % training.log_every == 0 or done == last_step):
+            tokens_per_s = tokens_per_step / seconds
+            peak = platform.peak_flops
+            record = {"step": done, "loss": loss_sum.item() / world, "lr": lr, "grad_norm": grad_norm,
+                      "tokens": done * tokens_per_step, "tokens_per_s": tokens_per_s,
+                      "mfu": flops_per_token * tokens_per_s / (world * peak) if peak else None, "seconds": seconds}
+            log.write(json.dumps(record) + "\n")
+            log.flush()
+            for key in ("loss", "lr", "grad_norm", "tokens_per_s", "mfu"):
+                if record[key] is not None:
+                    tensorboard.add_scalar(f"train/{key}", record[key], done)
+        if done % training.checkpoint_every == 0 or done == last_step:
+            save_checkpoint(run_dir, done, model, optimizer, platform)
+            if rank == 0:
+                write_hf(megatron_weights(model), run, done, run_dir / "hf" / f"step_{done:07d}")
+                print(f"[{arm} seed {seed}] step {done}/{steps} loss {loss_sum.item() / world:.4f}", flush=True)
+    if rank == 0:
+        log.close()
+        tensorboard.close()
+    return run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pretrain.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--arm", help="default: every arm")
+    parser.add_argument("--seed", type=int, help="default: every seed of pretrain.seeds")
+    parser.add_argument("--stop-at", type=int, help="stop after saving this step (as a preemption would)")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    if config.pretrain is None:
+        print(f"{args.config}: no pretrain section", file=sys.stderr)
+        return 2
+    if args.arm is not None and args.arm not in config.arms:
+        print(f"--arm {args.arm!r} is not an arm of {args.config} ({sorted(config.arms)})", file=sys.stderr)
+        return 2
+    for arm in [args.arm] if args.arm else list(config.arms):
+        for seed in [args.seed] if args.seed is not None else config.pretrain.seeds:
+            train(config, arm, seed, args.stop_at)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
