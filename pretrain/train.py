@@ -144,6 +144,27 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     return run_dir
 
 
+def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, seed: int | None) -> list[tuple[str, int]]:
+    """The (arm, seed) runs a command line names: all of them by default."""
+    if config.pretrain is None:
+        raise SystemExit(f"{config_path}: no pretrain section")
+    if arm is not None and arm not in config.arms:
+        raise SystemExit(f"--arm {arm!r} is not an arm of {config_path} ({sorted(config.arms)})")
+    return [(a, s) for a in ([arm] if arm else list(config.arms))
+            for s in ([seed] if seed is not None else config.pretrain.seeds)]
+
+
+def print_losses(config: ExperimentConfig, runs: list[tuple[str, int]]) -> None:
+    """Final training loss per run (mean of the last 10 logged steps)."""
+    print(f"{'arm':<16}{'seed':>6}{'steps':>8}{'tokens':>14}{'final loss':>12}")
+    for arm, seed in runs:
+        log = config.run_dir(arm, seed) / "log.jsonl"
+        records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+        if records:
+            final = sum(r["loss"] for r in records[-10:]) / len(records[-10:])
+            print(f"{arm:<16}{seed:>6}{records[-1]['step']:>8}{records[-1]['tokens']:>14,}{final:>12.4f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pretrain.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -153,17 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-at", type=int, help="stop after saving this step (as a preemption would)")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    if config.pretrain is None:
-        print(f"{args.config}: no pretrain section", file=sys.stderr)
-        return 2
-    if args.arm is not None and args.arm not in config.arms:
-        print(f"--arm {args.arm!r} is not an arm of {args.config} ({sorted(config.arms)})", file=sys.stderr)
-        return 2
-    for arm in [args.arm] if args.arm else list(config.arms):
-        for seed in [args.seed] if args.seed is not None else config.pretrain.seeds:
-            train(config, arm, seed, args.stop_at)
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    runs = selected_runs(config, args.config, args.arm, args.seed)
+    for arm, seed in runs:
+        train(config, arm, seed, args.stop_at)
+    if dist.get_rank() == 0:
+        print_losses(config, runs)
+    dist.destroy_process_group()
     return 0
 
 

@@ -65,3 +65,57 @@ def stub_server():
     StubCompletionsServer.requests = []
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
+
+
+# ---------------------------------------------------------------- a tokenised corpus to pretrain on
+
+PRETRAIN_MODEL = {"num_layers": 2, "hidden_size": 32, "ffn_hidden_size": 64, "num_attention_heads": 4,
+                  "num_query_groups": 2, "seq_length": 32}
+PRETRAIN_TOKENS = 4000
+
+
+def pretrain_experiment(root: Path, training: dict | None = None, **sections) -> dict:
+    """An experiment (as a dict) with arms `a` and `b`, a tokenizer, a budget and a tiny decoder."""
+    return {
+        "name": "pretrain-test", "output_root": str(root), "inputs": {"sample": {}},
+        "arms": {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}},
+        "tokenizer": {"kind": "sentencepiece", "vocab_size": 600},
+        "dataset": {"tokens_per_arm": PRETRAIN_TOKENS},
+        "pretrain": {"model": PRETRAIN_MODEL, "seeds": [1], "training": {
+            "global_batch_size": 4, "micro_batch_size": 2, "lr": 3e-3, "checkpoint_every": 10, **(training or {})}},
+        **sections,
+    }
+
+
+def build_pretrain_corpus(root: Path) -> None:
+    """What the corpus stage leaves for pretraining: the tokenizer folder and, for arms a and b,
+    the same budget-cut dataset, written with megatron-core's IndexedDatasetBuilder."""
+    import random
+
+    import numpy as np
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+    from tokenizers import Tokenizer
+
+    from corpus.budget import dataset_prefix
+    from corpus.sample.text import Prose
+    from corpus.tokenizer import train_sentencepiece
+
+    config = ExperimentConfig.model_validate(pretrain_experiment(root))
+    rng = random.Random(0)
+    texts = ["\n\n".join(Prose(rng).paragraph() for _ in range(3)) for _ in range(60)]
+    train_sentencepiece(texts, config.tokenizer, config.tokenizer_dir())
+    tokenizer = Tokenizer.from_file(str(config.tokenizer_dir() / "tokenizer.json"))
+    eos = tokenizer.token_to_id("</s>")
+    stream = [ids + [eos] for ids in (tokenizer.encode(t, add_special_tokens=False).ids for t in texts)]
+    for arm in config.arms:
+        prefix = dataset_prefix(config, arm)
+        prefix.parent.mkdir(parents=True)
+        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
+        left = PRETRAIN_TOKENS
+        for doc in stream:
+            doc = doc[:left]
+            builder.add_document(np.array(doc), [len(doc)])
+            left -= len(doc)
+            if not left:
+                break
+        builder.finalize(f"{prefix}.idx")

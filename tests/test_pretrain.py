@@ -5,59 +5,23 @@ The corpus is built here: a SentencePiece tokenizer and two identical token-budg
 """
 
 import json
-import random
 
 import numpy as np
 import pytest
 import torch
+from conftest import PRETRAIN_MODEL, PRETRAIN_TOKENS, build_pretrain_corpus, pretrain_experiment
 
-from corpus.budget import dataset_prefix
 from corpus.config import ConfigError, ExperimentConfig, load_experiment
-from corpus.sample.text import Prose
-from corpus.tokenizer import train_sentencepiece
 from pretrain.data import training_steps
 
-MODEL = {"num_layers": 2, "hidden_size": 32, "ffn_hidden_size": 64, "num_attention_heads": 4,
-         "num_query_groups": 2, "seq_length": 32}
-TOKENS = 4000
-
-
 def experiment(root, **training) -> ExperimentConfig:
-    return ExperimentConfig.model_validate({
-        "name": "pretrain-test", "output_root": str(root), "inputs": {"sample": {}},
-        "arms": {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}},
-        "tokenizer": {"kind": "sentencepiece", "vocab_size": 600},
-        "dataset": {"tokens_per_arm": TOKENS},
-        "pretrain": {"model": MODEL, "seeds": [1], "training": {
-            "global_batch_size": 4, "micro_batch_size": 2, "lr": 3e-3, "checkpoint_every": 10, **training}},
-    })
+    return ExperimentConfig.model_validate(pretrain_experiment(root, training))
 
 
 @pytest.fixture(scope="module")
 def corpus_root(tmp_path_factory):
-    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
-    from tokenizers import Tokenizer
-
     root = tmp_path_factory.mktemp("pretrain")
-    config = experiment(root)
-    rng = random.Random(0)
-    texts = ["\n\n".join(Prose(rng).paragraph() for _ in range(3)) for _ in range(60)]
-    train_sentencepiece(texts, config.tokenizer, config.tokenizer_dir())
-    tokenizer = Tokenizer.from_file(str(config.tokenizer_dir() / "tokenizer.json"))
-    eos = tokenizer.token_to_id("</s>")
-    stream = [ids + [eos] for ids in (tokenizer.encode(t, add_special_tokens=False).ids for t in texts)]
-    for arm in config.arms:
-        prefix = dataset_prefix(config, arm)
-        prefix.parent.mkdir(parents=True)
-        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
-        left = TOKENS
-        for doc in stream:
-            doc = doc[:left]
-            builder.add_document(np.array(doc), [len(doc)])
-            left -= len(doc)
-            if not left:
-                break
-        builder.finalize(f"{prefix}.idx")
+    build_pretrain_corpus(root)
     return root
 
 
@@ -68,7 +32,7 @@ def losses(run_dir) -> list[float]:
 def test_steps_follow_the_token_budget(corpus_root):
     config = experiment(corpus_root)
     steps, samples = training_steps(config)
-    assert samples == steps * 4 and samples * 32 < TOKENS and (samples + 4) * 32 >= TOKENS - 1
+    assert samples == steps * 4 and samples * 32 < PRETRAIN_TOKENS and (samples + 4) * 32 >= PRETRAIN_TOKENS - 1
     with pytest.raises(ValueError, match="not one global batch"):
         training_steps(experiment(corpus_root, global_batch_size=512, micro_batch_size=2))
 
@@ -123,7 +87,7 @@ def test_bad_model_shapes_fail_at_load(tmp_path):
     raw = {"name": "x", "output_root": str(tmp_path), "inputs": {"sample": {}},
            "arms": {"a": {"extractor": "trafilatura"}}, "tokenizer": {"kind": "sentencepiece"},
            "dataset": {"tokens_per_arm": 1000},
-           "pretrain": {"model": {**MODEL, "hidden_size": 30}, "training": {
+           "pretrain": {"model": {**PRETRAIN_MODEL, "hidden_size": 30}, "training": {
                "global_batch_size": 4, "micro_batch_size": 2, "checkpoint_every": 1}}}
     path.write_text(json.dumps(raw))
     with pytest.raises(ConfigError, match="hidden_size 30 is not divisible by num_attention_heads 4"):

@@ -75,3 +75,35 @@ def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path,
     first = [s.stat().st_mtime_ns for s in stats]
     submit_and_wait()  # a re-run finds every task complete and runs nothing
     assert [s.stat().st_mtime_ns for s in stats] == first
+
+
+def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, slurm_env):
+    """The launcher submits one job per (arm, seed); the job runs srun -> torchrun -> the loop
+    (here on the node's CPU: the fake GPU of the test cluster is a gres, not a device)."""
+    from conftest import build_pretrain_corpus, pretrain_experiment
+
+    from pretrain.data import training_steps
+
+    build_pretrain_corpus(tmp_path / "out")
+    raw = pretrain_experiment(tmp_path / "out", executor={"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"})
+    raw["pretrain"]["slurm"] = {"nodes": 1, "gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 1, "mem_gb": 2,
+                                "time": "00:10:00"}
+    config_path = tmp_path / "exp.yaml"
+    config_path.write_text(yaml.safe_dump(raw))
+    config = load_experiment(config_path)
+    steps, _ = training_steps(config)
+
+    def submit():
+        return subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/pretrain.sh",
+                               str(config_path), "a", "1"], cwd=REPO, env=slurm_env, check=True, capture_output=True,
+                              timeout=300)
+
+    submit()
+    log = config.run_dir("a", 1) / "log.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (config.run_dir("a", 1) / "hf" / f"step_{steps:07d}" / "xsuite.json").is_file():
+        time.sleep(2)
+    assert len(log.read_text().splitlines()) == steps, list(config.run_dir("a", 1).glob("slurm-*.out"))
+    submit()
+    launcher = sorted(tmp_path.glob("launcher-*.out"))[-1].read_text()
+    assert "a seed 1: finished already" in launcher

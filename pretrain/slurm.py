@@ -1,0 +1,103 @@
+"""Submit training runs to Slurm GPU nodes: one job per (arm, seed), shaped by `pretrain.slurm`.
+
+    python -m pretrain.slurm CONFIG [--arm ARM] [--seed SEED] [--dry-run]
+
+(`sbatch slurm/pretrain.sh CONFIG [ARM] [SEED]` runs this on the cluster.) Each job runs one
+srun task per node, each a torchrun over the node's GPUs, rendezvous on the first node. Jobs are
+`--requeue`: after a preemption or a node failure Slurm starts them again, and before the time
+limit they requeue themselves (USR1, 5 minutes ahead); every start resumes from the run's latest
+checkpoint. Finished runs are not submitted again. The job script is written to
+`<run_dir>/train.sbatch`, its output to `<run_dir>/slurm-<jobid>.out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from corpus.config import ExperimentConfig, load_experiment_or_exit
+from pretrain.train import selected_runs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def job_script(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> str:
+    s = config.pretrain.slurm
+    run_dir = config.run_dir(arm, seed).resolve()
+    env = config.executor.env_command or f"source {REPO}/.venv/bin/activate"
+    return f"""#!/bin/bash
+#SBATCH --job-name={config.executor.job_name_prefix}-train-{arm}-seed{seed}
+#SBATCH --partition={s.partition}
+#SBATCH --qos={s.qos}
+#SBATCH --nodes={s.nodes}
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node={s.gpus_per_node}
+#SBATCH --cpus-per-task={s.cpus_per_task}
+#SBATCH --mem={s.mem_gb}G
+#SBATCH --time={s.time}
+#SBATCH --requeue
+#SBATCH --signal=B:USR1@300
+#SBATCH --open-mode=append
+#SBATCH --output={run_dir}/slurm-%j.out
+set -eo pipefail
+cd {REPO}
+{env}
+# 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
+trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
+MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
+srun --kill-on-bad-exit=1 torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} \\
+  --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\
+  -m pretrain.train {Path(config_path).resolve()} --arm {arm} --seed {seed} &
+wait
+"""
+
+
+def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
+    from pretrain.checkpoint import latest_checkpoint
+    from pretrain.data import training_steps
+
+    latest = latest_checkpoint(config.run_dir(arm, seed))
+    return latest is not None and int(latest.name.removeprefix("step_")) >= training_steps(config)[0]
+
+
+def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int]], dry_run: bool) -> list[str]:
+    jobs = []
+    for arm, seed in runs:
+        if finished(config, arm, seed):
+            print(f"{arm} seed {seed}: finished already")
+            continue
+        run_dir = config.run_dir(arm, seed)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        script = run_dir / "train.sbatch"
+        script.write_text(job_script(config, config_path, arm, seed))
+        if dry_run:
+            print(f"{arm} seed {seed}: {script}")
+            continue
+        # without the launcher job's own SLURM_* variables (its --mem-per-cpu would clash with --mem);
+        # SLURM_CONF says which cluster
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
+        out = subprocess.run(["sbatch", "--parsable", str(script)], check=True, capture_output=True, text=True, env=env)
+        jobs.append(out.stdout.strip().split(";")[0])
+        print(f"{arm} seed {seed}: job {jobs[-1]} ({script})")
+    return jobs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pretrain.slurm", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--arm", help="default: every arm")
+    parser.add_argument("--seed", type=int, help="default: every seed of pretrain.seeds")
+    parser.add_argument("--dry-run", action="store_true", help="write the job scripts, submit nothing")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    submit(config, args.config, selected_runs(config, args.config, args.arm, args.seed), args.dry_run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

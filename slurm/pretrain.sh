@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Pretraining: one decoder per (arm, seed) on the arm's token-matched dataset (pretrain/train.py).
+#   bash slurm/pretrain.sh [CONFIG] [ARM] [SEED]     on this machine: CPU, or every local GPU via torchrun
+#   sbatch slurm/pretrain.sh [CONFIG] [ARM] [SEED]   on a cluster: this small job submits one GPU job per
+#                                                    (arm, seed), nodes/GPUs/time from the config's
+#                                                    pretrain.slurm, requeued on preemption (pretrain/slurm.py)
+# Without ARM/SEED: every arm and every seed of pretrain.seeds. Runs resume from their last checkpoint.
+#SBATCH --job-name=xsuite-pretrain-submit
+#SBATCH --partition=cpu
+#SBATCH --cpus-per-task=1
+#SBATCH --mem-per-cpu=2G
+#SBATCH --time=00:10:00
+#SBATCH --output=slurm-pretrain-submit-%j.out
+set -euo pipefail
+CONFIG=${1:-configs/local.yaml}
+ARGS=()
+if [ -n "${2:-}" ]; then ARGS+=(--arm "$2"); fi
+if [ -n "${3:-}" ]; then ARGS+=(--seed "$3"); fi
+cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
+if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
+if [ -n "${SLURM_JOB_ID:-}" ]; then exec python -m pretrain.slurm "$CONFIG" "${ARGS[@]}"; fi
+GPUS=$(python -c "import torch; print(torch.cuda.device_count())")
+if [ "$GPUS" -gt 1 ]; then
+  exec torchrun --standalone --nproc-per-node "$GPUS" -m pretrain.train "$CONFIG" "${ARGS[@]}"
+fi
+exec python -m pretrain.train "$CONFIG" "${ARGS[@]}"
