@@ -461,6 +461,35 @@ class PretrainConfig(StrictModel):
         return self
 
 
+# ---------------------------------------------------------------- evaluation
+
+
+class EvaluationSlurm(StrictModel):
+    """One array task per checkpoint, one GPU each."""
+
+    partition: str = "gpu"
+    gpus: int = Field(1, ge=1)
+    cpus_per_task: int = Field(8, ge=1)
+    mem_gb: int = Field(64, ge=1)
+    time: str = "04:00:00"
+    qos: str = "normal"
+    parallel: int = Field(32, ge=1)  # array tasks running at once
+
+
+class EvaluationConfig(StrictModel):
+    """lm-eval over every exported checkpoint (the suite itself is evaluation/suite.yaml).
+
+    `tasks: hub` reads the real datasets (a cluster with the Hugging Face cache or network);
+    `offline` generates small local data in each task's schema (evaluation/offline_tasks.py)."""
+
+    tasks: Literal["hub", "offline"] = "hub"
+    offline_items: int = Field(40, ge=2)
+    batch_size: int | Literal["auto"] = "auto"
+    max_gen_toks: int | None = None  # generation budget (CoQA); None: the task's own (256)
+    limit: int | None = Field(None, ge=1)  # documents per task, for quick looks; None: all
+    slurm: EvaluationSlurm = EvaluationSlurm()
+
+
 # ---------------------------------------------------------------- experiment
 
 
@@ -475,6 +504,7 @@ class ExperimentConfig(StrictModel):
     tokenizer: TokenizerConfig | None = None
     dataset: DatasetConfig | None = None
     pretrain: PretrainConfig | None = None
+    evaluation: EvaluationConfig | None = None
 
     @field_validator("arms")
     @classmethod
@@ -503,6 +533,9 @@ class ExperimentConfig(StrictModel):
 
     def dataset_dir(self, arm: str) -> Path:
         return self.output_root / "datasets" / arm
+
+    def eval_dir(self, arm: str, seed: int) -> Path:
+        return self.output_root / "eval" / arm / f"seed{seed}"
 
     def run_dir(self, arm: str, seed: int) -> Path:
         """Checkpoints, logs and exported models of one (arm, seed) training run."""

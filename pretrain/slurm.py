@@ -56,6 +56,14 @@ wait
 """
 
 
+def sbatch(script: Path) -> str:
+    """Submit a job script; returns the job id. The launcher job's own SLURM_* variables stay out
+    (its --mem-per-cpu would clash with the job's --mem); SLURM_CONF says which cluster."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
+    out = subprocess.run(["sbatch", "--parsable", str(script)], check=True, capture_output=True, text=True, env=env)
+    return out.stdout.strip().split(";")[0]
+
+
 def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
     from pretrain.checkpoint import latest_checkpoint
     from pretrain.data import training_steps
@@ -77,11 +85,7 @@ def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int
         if dry_run:
             print(f"{arm} seed {seed}: {script}")
             continue
-        # without the launcher job's own SLURM_* variables (its --mem-per-cpu would clash with --mem);
-        # SLURM_CONF says which cluster
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
-        out = subprocess.run(["sbatch", "--parsable", str(script)], check=True, capture_output=True, text=True, env=env)
-        jobs.append(out.stdout.strip().split(";")[0])
+        jobs.append(sbatch(script))
         print(f"{arm} seed {seed}: job {jobs[-1]} ({script})")
     return jobs
 

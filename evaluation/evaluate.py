@@ -1,0 +1,152 @@
+"""Score every exported checkpoint with lm-eval on the suite (evaluation/suite.yaml).
+
+    python -m evaluation.evaluate CONFIG                 every checkpoint not yet evaluated, here
+    python -m evaluation.evaluate CONFIG --submit        the same as a Slurm job array (GPU nodes)
+    python -m evaluation.evaluate CONFIG --checkpoint DIR  one checkpoint (what each array task runs)
+
+Checkpoints are the Hugging Face folders training exports (`<output_root>/train/<arm>/seed<S>/
+hf/step_*`). Each gets `<output_root>/eval/<arm>/seed<S>/step_*/`: `results.json` (lm-eval's
+results, group structure, task configs and versions, with arm, seed, step and training tokens)
+and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, which the report's paired
+bootstrap reads). A checkpoint with `results.json` is done and skipped on a re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from corpus.config import ExperimentConfig, load_experiment_or_exit
+from evaluation.suite import TASKS_DIR, load_suite
+from pretrain.slurm import sbatch
+
+OFFLINE_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def exported_checkpoints(config: ExperimentConfig) -> list[Path]:
+    """Every exported checkpoint of every (arm, seed), in (arm, seed, step) order."""
+    found = []
+    for arm in config.arms:
+        for seed in config.pretrain.seeds:
+            found += sorted(p.parent for p in (config.run_dir(arm, seed) / "hf").glob("step_*/xsuite.json"))
+    return found
+
+
+def result_dir(config: ExperimentConfig, checkpoint: Path) -> Path:
+    info = json.loads((checkpoint / "xsuite.json").read_text())
+    return config.eval_dir(info["arm"], info["seed"]) / f"step_{info['step']:07d}"
+
+
+def pending(config: ExperimentConfig) -> list[Path]:
+    return [c for c in exported_checkpoints(config) if not (result_dir(config, c) / "results.json").is_file()]
+
+
+def task_manager(config: ExperimentConfig):
+    """lm-eval's TaskManager with the project's tasks (and, offline, the generated ones) on its
+    include_path. Indexing takes seconds: build it once per process."""
+    from lm_eval.tasks import TaskManager
+
+    from evaluation.offline_tasks import write_offline_tasks
+
+    paths = [str(TASKS_DIR)]
+    if config.evaluation.tasks == "offline":
+        os.environ.update(OFFLINE_ENV)
+        folder = config.output_root / "eval" / "offline_tasks"
+        paths.append(str(write_offline_tasks(folder, config.evaluation.offline_items)))
+    return TaskManager(include_path=paths)
+
+
+def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> Path:
+    import lm_eval
+    import torch
+
+    options, suite = config.evaluation, load_suite()
+    out = result_dir(config, checkpoint)
+    out.mkdir(parents=True, exist_ok=True)
+    cuda = torch.cuda.is_available()
+    results: dict = {"results": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-samples": {}}
+    for shots in sorted({b.shots for b in suite.benchmarks}):  # lm-eval takes one shot count per call
+        tasks = [t for b in suite.benchmarks if b.shots == shots for t in b.tasks + (b.cloze or [])]
+        run = lm_eval.simple_evaluate(
+            model="hf", model_args=f"pretrained={checkpoint},dtype={'bfloat16' if cuda else 'float32'}",
+            tasks=tasks, num_fewshot=shots, task_manager=manager, batch_size=options.batch_size,
+            device="cuda" if cuda else "cpu", log_samples=True, limit=options.limit,
+            gen_kwargs=f"max_gen_toks={options.max_gen_toks}" if options.max_gen_toks else None,
+        )
+        for key in results:
+            results[key].update(run.get(key, {}))
+        for task, samples in run["samples"].items():
+            with open(out / f"samples_{task}.jsonl", "w") as f:
+                for sample in samples:
+                    f.write(json.dumps(sample, default=str) + "\n")
+    info = json.loads((checkpoint / "xsuite.json").read_text())
+    results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "seed": info["seed"], "step": info["step"],
+                "tokens": info["tokens"], "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return out
+
+
+def submit(config: ExperimentConfig, config_path: str) -> str | None:
+    """One Slurm array task per pending checkpoint."""
+    todo = pending(config)
+    if not todo:
+        print("every checkpoint is evaluated")
+        return None
+    s = config.evaluation.slurm
+    folder = config.output_root / "eval" / "slurm"
+    folder.mkdir(parents=True, exist_ok=True)
+    listing = folder / "checkpoints.txt"
+    listing.write_text("".join(f"{c.resolve()}\n" for c in todo))
+    repo = Path(__file__).resolve().parents[1]
+    env = config.executor.env_command or f"source {repo}/.venv/bin/activate"
+    script = folder / "evaluate.sbatch"
+    script.write_text(f"""#!/bin/bash
+#SBATCH --job-name={config.executor.job_name_prefix}-evaluate
+#SBATCH --partition={s.partition}
+#SBATCH --qos={s.qos}
+#SBATCH --gpus={s.gpus}
+#SBATCH --cpus-per-task={s.cpus_per_task}
+#SBATCH --mem={s.mem_gb}G
+#SBATCH --time={s.time}
+#SBATCH --array=0-{len(todo) - 1}%{s.parallel}
+#SBATCH --output={folder.resolve()}/evaluate-%A_%a.out
+set -eo pipefail
+cd {repo}
+{env}
+CHECKPOINT=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {listing.resolve()})
+exec python -m evaluation.evaluate {Path(config_path).resolve()} --checkpoint "$CHECKPOINT"
+""")
+    job = sbatch(script)
+    print(f"job {job}: {len(todo)} checkpoints ({listing})")
+    return job
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--submit", action="store_true", help="submit a Slurm job array instead of running here")
+    parser.add_argument("--checkpoint", type=Path, help="evaluate this exported checkpoint only")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    if config.evaluation is None or config.pretrain is None:
+        print(f"{args.config}: needs pretrain and evaluation sections", file=sys.stderr)
+        return 2
+    if args.submit:
+        submit(config, args.config)
+        return 0
+    todo = [args.checkpoint] if args.checkpoint else pending(config)
+    if not todo:
+        print("every checkpoint is evaluated")
+        return 0
+    manager = task_manager(config)
+    for checkpoint in todo:
+        print(f"wrote {evaluate_checkpoint(config, checkpoint, manager)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
