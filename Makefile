@@ -49,6 +49,8 @@ demo: setup $(DEMO_ENCODER)/block_labeler.json
 	$(PY) -m corpus.ledger configs/local.yaml
 	$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
 	bash slurm/pretrain.sh configs/local.yaml
+	bash slurm/evaluate.sh configs/local.yaml
+	$(PY) -m evaluation.report configs/local.yaml
 
 $(DEMO_ENCODER)/block_labeler.json: | setup
 	$(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000

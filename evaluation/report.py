@@ -1,0 +1,411 @@
+"""The comparison report: downstream scores per arm, the paired difference, and what led to them.
+
+    python -m evaluation.report [CONFIG]        (default: configs/local.yaml)
+
+Reads `<output_root>/eval/<arm>/seed<S>/step_*/` (results and per-document logs), and where they
+exist the extraction-quality summary and the ledger. Prints Markdown and writes
+`<output_root>/report/`: `report.md`, `summary.csv` (one row per arm), `tasks.csv` (one row per
+benchmark and arm), `report.json`, `curves_average.png` and `curves_categories.png`.
+
+- Scores are each arm's final checkpoint, mean over seeds ± the spread across seeds (sample
+  standard deviation). A benchmark's score is its suite metric (ARC: the mean of Easy and
+  Challenge); categories and the average are means over their benchmarks (the paper's Table 5).
+  Centered accuracy, (score − chance) / (1 − chance), puts tasks with different chance levels on
+  one scale; it is reported beside the raw average.
+- Differences to the first arm of the config come with a 95% interval from a paired bootstrap:
+  every replicate resamples the test documents of each task (the same documents for both arms)
+  and, with several seeds, the seeds (seed s of one arm paired with seed s of the other: same
+  initial weights and data order). A per-benchmark difference whose interval excludes zero is
+  marked `*`.
+- Missing pieces (runs not evaluated, tasks absent) are listed, and everything that exists is
+  still reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from corpus.config import ExperimentConfig, load_experiment_or_exit
+from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
+
+BOOTSTRAP_REPLICATES = 2000
+COLUMNS = ("average", *CATEGORIES)
+COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
+
+
+# ---------------------------------------------------------------- reading results
+
+
+def load_runs(config: ExperimentConfig) -> list[dict]:
+    """Every evaluated checkpoint: its results.json plus the folder holding its sample logs."""
+    runs = []
+    for path in sorted((config.output_root / "eval").glob("*/seed*/step_*/results.json")):
+        result = json.loads(path.read_text())
+        if result["arm"] in config.arms:
+            runs.append(result | {"dir": path.parent})
+    return runs
+
+
+def task_score(result: dict, task: str, metric: str) -> float | None:
+    value = result["results"].get(task, {}).get(f"{metric},none")
+    return None if value is None or value == "N/A" else float(value)
+
+
+def benchmark_scores(result: dict, suite: Suite, form: str) -> dict[str, float | None]:
+    """Each benchmark's score in `form` (cloze or standard); None where a task is missing."""
+    out = {}
+    for b in suite.benchmarks:
+        values = [task_score(result, t, b.score) for t in b.form(form)]
+        out[b.name] = None if None in values else sum(values) / len(values)
+    return out
+
+
+def centered(score: float, b: Benchmark) -> float:
+    return (score - b.chance) / (1 - b.chance)
+
+
+def category_means(scores: dict[str, float | None], suite: Suite, center: bool = False) -> dict[str, float | None]:
+    """Average and per-category means over benchmarks; None where a benchmark is missing."""
+    values = {b.name: (centered(scores[b.name], b) if center else scores[b.name]) if scores[b.name] is not None else None
+              for b in suite.benchmarks}
+    out = {}
+    for column in COLUMNS:
+        members = [values[b.name] for b in suite.benchmarks if column == "average" or b.category == column]
+        out[column] = None if None in members else sum(members) / len(members)
+    return out
+
+
+def leaf_tasks(result: dict, task: str) -> list[str]:
+    """A task, or the tasks under a group (lm-eval's group_subtasks, recursively)."""
+    children = result.get("group_subtasks", {}).get(task)
+    if not children:
+        return [task]
+    return [leaf for child in children for leaf in leaf_tasks(result, child)]
+
+
+def item_scores(run: dict, task: str, metric: str) -> dict[tuple[str, int], float]:
+    """Per-document metric values of a task (all subtasks of a group), keyed by (subtask, doc_id)."""
+    out = {}
+    for leaf in leaf_tasks(run, task):
+        path = run["dir"] / f"samples_{leaf}.jsonl"
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                sample = json.loads(line)
+                if metric in sample:
+                    out[(leaf, int(sample["doc_id"]))] = float(sample[metric])
+    return out
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def mean_and_spread(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def paired_bootstrap(reference: list[dict], other: list[dict], suite: Suite, form: str,
+                     replicates: int = BOOTSTRAP_REPLICATES, seed: int = 0) -> dict:
+    """Difference other − reference (raw and centered) per benchmark, category and average,
+    with 95% intervals. `reference`/`other` are the final runs of each arm; seeds are paired by
+    their number and only seeds both arms have count; documents by (task, doc_id)."""
+    ref_by_seed = {r["seed"]: r for r in reference}
+    other_by_seed = {r["seed"]: r for r in other}
+    seeds = sorted(set(ref_by_seed) & set(other_by_seed))
+    if not seeds:
+        return {}
+    rng = np.random.default_rng(seed)
+    seed_draw = rng.integers(0, len(seeds), size=(replicates, len(seeds)))
+    bench_diffs, observed = {}, {}
+    for b in suite.benchmarks:
+        task_diffs, task_observed = [], []
+        for task in b.form(form):
+            items_ref = [item_scores(ref_by_seed[s], task, b.score) for s in seeds]
+            items_other = [item_scores(other_by_seed[s], task, b.score) for s in seeds]
+            common = sorted(set.intersection(*(set(i) for i in items_ref + items_other)))
+            if not common:
+                break
+            a = np.array([[items[k] for k in common] for items in items_ref])  # seeds x documents
+            c = np.array([[items[k] for k in common] for items in items_other])
+            draw = rng.integers(0, len(common), size=(replicates, len(common)))
+            per_seed = np.stack([(c[s][draw] - a[s][draw]).mean(axis=1) for s in range(len(seeds))])  # seeds x B
+            task_diffs.append(per_seed[seed_draw, np.arange(replicates)[:, None]].mean(axis=1))
+            task_observed.append(float((c - a).mean()))
+        else:
+            bench_diffs[b.name] = np.mean(task_diffs, axis=0)
+            observed[b.name] = float(np.mean(task_observed))
+    out = {"seeds": seeds, "benchmarks": {}, "columns": {}, "centered_columns": {}}
+    for name, draws in bench_diffs.items():
+        out["benchmarks"][name] = _interval(observed[name], draws)
+    for center, key in ((False, "columns"), (True, "centered_columns")):
+        for column in COLUMNS:
+            members = [b for b in suite.benchmarks if column == "average" or b.category == column]
+            if all(b.name in bench_diffs for b in members):
+                scale = [1 / (1 - b.chance) if center else 1.0 for b in members]
+                draws = np.mean([bench_diffs[b.name] * k for b, k in zip(members, scale)], axis=0)
+                point = float(np.mean([observed[b.name] * k for b, k in zip(members, scale)]))
+                out[key][column] = _interval(point, draws)
+    return out
+
+
+def _interval(point: float, draws: np.ndarray) -> dict:
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"difference": point, "ci_low": float(low), "ci_high": float(high),
+            "significant": bool(low > 0 or high < 0)}
+
+
+# ---------------------------------------------------------------- the report
+
+
+def final_runs(runs: list[dict]) -> dict[str, list[dict]]:
+    """Per arm, the last evaluated checkpoint of each seed."""
+    last: dict[tuple[str, int], dict] = {}
+    for run in runs:
+        key = (run["arm"], run["seed"])
+        if key not in last or run["step"] > last[key]["step"]:
+            last[key] = run
+    out: dict[str, list[dict]] = {}
+    for (arm, _), run in sorted(last.items()):
+        out.setdefault(arm, []).append(run)
+    return out
+
+
+def missing_pieces(config: ExperimentConfig, runs: list[dict], suite: Suite) -> list[str]:
+    notes = []
+    evaluated = {(r["arm"], r["seed"]) for r in runs}
+    seeds = config.pretrain.seeds if config.pretrain else []
+    for arm in config.arms:
+        for seed in seeds:
+            if (arm, seed) not in evaluated:
+                notes.append(f"{arm} seed {seed}: no evaluated checkpoint")
+    for run in runs:
+        absent = [t for t in suite.all_tasks() if t not in run["results"]]
+        if absent:
+            notes.append(f"{run['arm']} seed {run['seed']} step {run['step']}: tasks missing {absent}")
+    return notes
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def _mean_cell(values: list[float | None]) -> str:
+    present = [v for v in values if v is not None]
+    if not present:
+        return "-"
+    mean, spread = mean_and_spread(present)
+    return f"{100 * mean:.2f} ± {100 * spread:.2f}" if len(present) > 1 else f"{100 * mean:.2f}"
+
+
+def _diff_cell(interval: dict | None) -> str:
+    if not interval:
+        return "-"
+    mark = "*" if interval["significant"] else ""
+    return (f"{100 * interval['difference']:+.2f}{mark} "
+            f"[{100 * interval['ci_low']:+.2f}, {100 * interval['ci_high']:+.2f}]")
+
+
+def extraction_context(config: ExperimentConfig) -> dict:
+    """ROUGE-5 per arm (extraction benchmark) and documents/tokens kept (ledger), where present."""
+    context = {}
+    quality = config.output_root / "extraction_quality" / "summary.json"
+    if quality.is_file():
+        summary = json.loads(quality.read_text())
+        for arm, s in summary.items():
+            scores = [d["rouge5_f1"] for d in s["datasets"].values() if d.get("rouge5_f1") is not None]
+            if scores:
+                context.setdefault(arm, {})["rouge5_f1"] = sum(scores) / len(scores)
+                context[arm]["rouge5_datasets"] = sorted(s["datasets"])
+    ledger = config.output_root / "ledger.json"
+    if ledger.is_file():
+        for arm_ledger in json.loads(ledger.read_text())["arms"]:
+            rows = {r["stage"]: r for r in arm_ledger["rows"]}
+            entry = context.setdefault(arm_ledger["arm"], {})
+            if "extraction" in rows:
+                entry["records"] = rows["extraction"]["documents_in"]
+            post = rows.get("MinHash dedup")
+            if post:
+                entry["documents_post_processed"] = post["documents_out"]
+                entry["tokens_post_processed"] = post["tokens_out"]
+            if "token budget" in rows:
+                entry["documents_in_budget"] = rows["token budget"]["documents_out"]
+                entry["tokens_in_budget"] = rows["token budget"]["tokens_out"]
+    return context
+
+
+def build_report(config: ExperimentConfig, suite: Suite | None = None, replicates: int = BOOTSTRAP_REPLICATES) -> dict:
+    suite = suite or load_suite()
+    runs = load_runs(config)
+    finals = final_runs(runs)
+    arms = [arm for arm in config.arms if arm in finals]
+    table = {}
+    for arm in arms:
+        per_seed = [benchmark_scores(r, suite, suite.headline) for r in finals[arm]]
+        table[arm] = {
+            "seeds": [r["seed"] for r in finals[arm]],
+            "steps": [r["step"] for r in finals[arm]],
+            "tokens": [r["tokens"] for r in finals[arm]],
+            "benchmarks": {b.name: [s[b.name] for s in per_seed] for b in suite.benchmarks},
+            "standard_form": {b.name: [benchmark_scores(r, suite, "standard")[b.name] for r in finals[arm]]
+                              for b in suite.benchmarks if b.cloze},
+            "columns": {c: [category_means(s, suite)[c] for s in per_seed] for c in COLUMNS},
+            "centered_columns": {c: [category_means(s, suite, center=True)[c] for s in per_seed] for c in COLUMNS},
+        }
+    differences = {}
+    if arms:
+        reference = arms[0]
+        for arm in arms[1:]:
+            differences[arm] = paired_bootstrap(finals[reference], finals[arm], suite, suite.headline, replicates)
+    curves = {}
+    for run in runs:
+        means = category_means(benchmark_scores(run, suite, suite.headline), suite)
+        point = curves.setdefault(run["arm"], {}).setdefault(run["tokens"], {c: [] for c in COLUMNS})
+        for column in COLUMNS:
+            if means[column] is not None:
+                point[column].append(means[column])
+    return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
+            "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
+            "curves": {arm: {str(t): v for t, v in sorted(points.items())} for arm, points in curves.items()},
+            "extraction": extraction_context(config), "missing": missing_pieces(config, runs, suite)}
+
+
+def render_markdown(report: dict, suite: Suite) -> str:
+    arms, table, diffs, ref = report["arms"], report["table"], report["differences"], report["reference_arm"]
+    lines = [f"# {report['experiment']}: downstream scores per arm", ""]
+    if not arms:
+        return "\n".join(lines + ["No evaluated checkpoints yet.", *[f"- {m}" for m in report["missing"]]]) + "\n"
+    form = {"cloze": "cloze forms (MMLU: mmlu_continuation, CommonsenseQA: commonsense_qa_cloze)",
+            "standard": "standard (letter-choice) forms"}[report["headline_form"]]
+    lines += [f"Final checkpoint of each seed, mean ± spread across seeds, in %. Headline uses the {form}.", "",
+              "| arm | seeds | tokens | " + " | ".join(COLUMN_TITLES[c] for c in COLUMNS) + " | Avg (centered) |",
+              "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 1)]
+    for arm in arms:
+        t = table[arm]
+        lines.append(f"| {arm} | {len(t['seeds'])} | {max(t['tokens']):,} | "
+                     + " | ".join(_mean_cell(t["columns"][c]) for c in COLUMNS)
+                     + f" | {_mean_cell(t['centered_columns']['average'])} |")
+    for arm, d in diffs.items():
+        lines.append(f"| {arm} − {ref} | {len(d.get('seeds', []))} | | "
+                     + " | ".join(_diff_cell(d.get("columns", {}).get(c)) for c in COLUMNS)
+                     + f" | {_diff_cell(d.get('centered_columns', {}).get('average'))} |")
+    lines += ["", "Differences: paired bootstrap over test documents"
+              + (" and seeds" if any(len(d.get("seeds", [])) > 1 for d in diffs.values()) else "")
+              + f", 95% interval in brackets; `*`: the interval excludes zero.", "",
+              "| benchmark | category | metric | " + " | ".join(arms)
+              + "".join(f" | {a} − {ref}" for a in diffs) + " |",
+              "|---|---|---|" + "---:|" * (len(arms) + len(diffs))]
+    for b in suite.benchmarks:
+        tasks = "+".join(b.form(report["headline_form"]))
+        lines.append(f"| {b.name} ({tasks}) | {b.category} | {b.score} | "
+                     + " | ".join(_mean_cell(table[a]["benchmarks"][b.name]) for a in arms)
+                     + "".join(f" | {_diff_cell(diffs[a].get('benchmarks', {}).get(b.name))}" for a in diffs) + " |")
+        if b.cloze and report["headline_form"] == "cloze":
+            lines.append(f"| {b.name} ({'+'.join(b.tasks)}, letter choice) | {b.category} | {b.score} | "
+                         + " | ".join(_mean_cell(table[a]["standard_form"][b.name]) for a in arms)
+                         + " |" * len(diffs) + " |")
+    extraction = report["extraction"]
+    if extraction:
+        lines += ["", "## What each arm trained on", "",
+                  "| arm | ROUGE-5 F1 (extraction benchmark) | records | documents post-processed | tokens post-processed "
+                  "| documents in budget | tokens in budget |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for arm in arms:
+            e = extraction.get(arm, {})
+
+            def num(key):
+                return f"{e[key]:,}" if e.get(key) is not None else "-"
+            rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
+            lines.append(f"| {arm} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
+                         f"{num('tokens_post_processed')} | {num('documents_in_budget')} | {num('tokens_in_budget')} |")
+    if report["missing"]:
+        lines += ["", "## Missing", "", *[f"- {m}" for m in report["missing"]]]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(report: dict, suite: Suite, out: Path) -> None:
+    with open(out / "summary.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["arm", "seeds", *(f"{c}_{k}" for c in COLUMNS for k in ("mean", "std")),
+                         "average_centered_mean", "average_centered_std"])
+        for arm in report["arms"]:
+            t = report["table"][arm]
+            row = [arm, len(t["seeds"])]
+            for c in (*COLUMNS,):
+                row += _stats(t["columns"][c])
+            writer.writerow(row + _stats(t["centered_columns"]["average"]))
+    with open(out / "tasks.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["benchmark", "category", "tasks", "metric", "arm", "mean", "std", "difference_to_reference",
+                         "ci_low", "ci_high", "significant"])
+        for b in suite.benchmarks:
+            for arm in report["arms"]:
+                d = report["differences"].get(arm, {}).get("benchmarks", {}).get(b.name, {})
+                writer.writerow([b.name, b.category, "+".join(b.form(report["headline_form"])), b.score, arm,
+                                 *_stats(report["table"][arm]["benchmarks"][b.name]),
+                                 d.get("difference"), d.get("ci_low"), d.get("ci_high"), d.get("significant")])
+
+
+def _stats(values: list[float | None]) -> list:
+    present = [v for v in values if v is not None]
+    return list(mean_and_spread(present)) if present else [None, None]
+
+
+def plot_curves(report: dict, out: Path) -> list[Path]:
+    """Score against training tokens per arm, mean over seeds with a min-max band (Figures 4, 5)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for name, columns in (("average", ["average"]), ("categories", list(CATEGORIES))):
+        fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.6), squeeze=False)
+        for ax, column in zip(axes[0], columns):
+            for arm, points in report["curves"].items():
+                xs = [int(t) for t, v in points.items() if v[column]]
+                ys = [[100 * x for x in points[str(t)][column]] for t in xs]
+                if not xs:
+                    continue
+                line, = ax.plot(xs, [statistics.fmean(y) for y in ys], marker="o", label=arm)
+                ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.2, color=line.get_color())
+            ax.set_title(COLUMN_TITLES[column])
+            ax.set_xlabel("training tokens")
+            ax.set_ylabel("score (%)")
+            ax.grid(alpha=0.3)
+        axes[0][0].legend()
+        fig.tight_layout()
+        path = out / f"curves_{name}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", nargs="?", default="configs/local.yaml")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    suite = load_suite()
+    report = build_report(config, suite)
+    out = config.output_root / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(report, suite)
+    print(markdown)
+    (out / "report.md").write_text(markdown)
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_tables(report, suite, out)
+    if report["curves"]:
+        plot_curves(report, out)
+    print(f"wrote {out}/report.md, report.json, summary.csv, tasks.csv" + (", curves_*.png" if report["curves"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
