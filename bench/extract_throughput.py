@@ -1,6 +1,6 @@
 """Pages/s per core of each arm's CPU work, on the same pages.
 
-    python bench/extract_throughput.py [--max-pages 60] [--out bench/results/extract_throughput.json]
+    python -m bench.extract_throughput [--max-pages 60] [--out bench/results/extract_throughput.json]
 
 Trafilatura: the arm's `extract` call. Dripper: everything but the model call, timed per part:
 mineru-html simplification (and prompt), mapping the labels back, and Markdown conversion with

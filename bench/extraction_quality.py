@@ -1,6 +1,6 @@
 """Extraction quality of every CPU arm on all of ../shared/data/extraction (WebMainBench protocol).
 
-    python bench/extraction_quality.py [--max-pages N] [--out bench/results/extraction_quality]
+    python -m bench.extraction_quality [--max-pages N] [--out bench/results/extraction_quality]
 
 Runs `evaluation.extraction.evaluate` with Trafilatura and the baselines (Resiliparse,
 readability-lxml, jusText, whole page through html2text) and prints the Markdown table; the

@@ -1,6 +1,6 @@
 """The encoder labeler against Trafilatura and the aligned-label ceiling, leave-one-dataset-out.
 
-    python bench/labeler.py [--max-pages 150] [--train-seconds 300] [--held-out cleanportaleval ...]
+    python -m bench.labeler [--max-pages 150] [--train-seconds 300] [--held-out cleanportaleval ...]
 
 For each held-out full-gold set of ../shared/data/extraction: build aligned block labels for every
 set (the Web2Text method, corpus.labels), train the encoder on all the *other* sets, and score on

@@ -1,6 +1,6 @@
 """Documents/s per core of every post-processing step, and the peak memory of each stage.
 
-    python bench/postprocess.py [--docs 4000] [--out bench/results/postprocess.json]
+    python -m bench.postprocess [--docs 4000] [--out bench/results/postprocess.json]
 
 Documents: the gold main texts of `../shared/data/extraction` (real web text) when present,
 topped up with generated articles, plus 10% exact copies and 5% near-copies so that the dedup

@@ -1,8 +1,8 @@
 """Training throughput and MFU of a named model size, through the project's own training loop.
 
-    python bench/pretrain.py [--model tiny] [--steps 30] [--global-batch 8] [--micro-batch 4]
+    python -m bench.pretrain [--model tiny] [--steps 30] [--global-batch 8] [--micro-batch 4]
                              [--peak-flops F] [--out bench/results/pretrain.json]
-    torchrun --nproc-per-node 8 bench/pretrain.py --model 1b --global-batch 256 --micro-batch 8
+    torchrun --nproc-per-node 8 -m bench.pretrain --model 1b --global-batch 256 --micro-batch 8
 
 Builds a throwaway experiment: a word-level tokenizer of the size the model is documented with
 (tiny: 4,096; 1b: 32,000) and a dataset of random tokens just large enough for the steps, then
@@ -19,12 +19,8 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
-
-# this file shares its name with the package it measures: import that package, not this file
-sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import numpy as np
 import torch

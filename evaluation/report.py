@@ -271,7 +271,7 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, replicate
                 point[column].append(means[column])
     return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
             "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
-            "curves": {arm: {str(t): v for t, v in sorted(points.items())} for arm, points in curves.items()},
+            "curves": {arm: {str(t): v for t, v in sorted(curves[arm].items())} for arm in config.arms if arm in curves},
             "extraction": extraction_context(config), "missing": missing_pieces(config, runs, suite)}
 
 

@@ -1,0 +1,50 @@
+"""lm-eval end to end on CPU: a tiny trained-and-exported decoder on the offline versions of the
+13 benchmarks, then the report from those files."""
+
+import json
+
+import pytest
+from conftest import build_pretrain_corpus, pretrain_experiment
+
+from corpus.config import ExperimentConfig
+from evaluation.evaluate import main as evaluate_main
+from evaluation.evaluate import pending
+from evaluation.report import main as report_main
+from evaluation.suite import load_suite
+
+pytestmark = pytest.mark.slow
+
+
+def test_offline_suite_scores_every_benchmark_and_the_report_renders(tmp_path, capsys):
+    from pretrain.train import train
+
+    build_pretrain_corpus(tmp_path / "out")
+    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 1000},
+                              evaluation={"tasks": "offline", "offline_items": 6, "batch_size": 8, "max_gen_toks": 8})
+    raw["pretrain"]["model"] = {**raw["pretrain"]["model"], "seq_length": 128}  # room for the longest answers
+    path = tmp_path / "exp.yaml"
+    path.write_text(json.dumps(raw))
+    config = ExperimentConfig.model_validate(raw)
+    for arm in config.arms:
+        train(config, arm, seed=1)
+    assert len(pending(config)) == 2
+
+    assert evaluate_main([str(path)]) == 0
+    assert pending(config) == []  # a re-run has nothing to do
+    suite = load_suite()
+    for arm in config.arms:
+        result_dir = next(config.eval_dir(arm, 1).glob("step_*"))
+        results = json.loads((result_dir / "results.json").read_text())
+        assert set(suite.all_tasks()) <= set(results["results"])
+        for b in suite.benchmarks:
+            for task in b.form(suite.headline):
+                assert f"{b.score},none" in results["results"][task], (task, results["results"][task])
+                assert len((result_dir / f"samples_{task}.jsonl").read_text().splitlines()) == 6
+        assert results["arm"] == arm and results["tokens"] > 0
+
+    assert report_main([str(path)]) == 0
+    printed = capsys.readouterr().out
+    for b in suite.benchmarks:
+        assert f"| {b.name} (" in printed
+    assert "b − a" in printed and "## Missing" not in printed
+    assert (config.output_root / "report" / "curves_categories.png").stat().st_size > 0
