@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -149,12 +150,19 @@ def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
                 continue
             rng = random.Random(f"{seed}:{task}:{split}")
             path = out / f"{task}.{split}.jsonl"
-            path.write_text("".join(json.dumps(make_doc(Prose(rng), i)) + "\n" for i in range(items)))
+            _write_atomically(path, "".join(json.dumps(make_doc(Prose(rng), i)) + "\n" for i in range(items)))
             data_files[split] = str(path.resolve())
         config = {"include": str(source_path), "task": task, "dataset_path": "json", "dataset_name": None,
                   "dataset_kwargs": {"data_files": data_files}}
-        (out / f"{task}.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        _write_atomically(out / f"{task}.yaml", yaml.safe_dump(config, sort_keys=False))
     return out
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Concurrent evaluation jobs write the same files: each reader sees a whole one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,3 +107,30 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
     submit()
     launcher = sorted(tmp_path.glob("launcher-*.out"))[-1].read_text()
     assert "a seed 1: finished already" in launcher
+
+
+def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env):
+    from conftest import build_pretrain_corpus, pretrain_experiment
+
+    from evaluation.evaluate import pending
+    from pretrain.train import train
+
+    build_pretrain_corpus(tmp_path / "out")
+    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 4},
+                              executor={"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"},
+                              evaluation={"tasks": "offline", "offline_items": 4, "batch_size": 8, "max_gen_toks": 4,
+                                          "slurm": {"partition": "gpu", "gpus": 1, "cpus_per_task": 1, "mem_gb": 2,
+                                                    "time": "00:10:00"}})
+    raw["pretrain"]["model"] = {**raw["pretrain"]["model"], "seq_length": 128}
+    config_path = tmp_path / "exp.yaml"
+    config_path.write_text(yaml.safe_dump(raw))
+    config = load_experiment(config_path)
+    train(config, "a", seed=1)
+    todo = pending(config)
+    assert len(todo) >= 2  # every checkpoint_every steps, and the last
+    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/evaluate.sh", str(config_path)],
+                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
+    deadline = time.time() + 400
+    while time.time() < deadline and pending(config):
+        time.sleep(3)
+    assert pending(config) == [], sorted((config.output_root / "eval" / "slurm").glob("*.out"))
