@@ -50,8 +50,9 @@ def _set_rng_state(state: dict) -> None:
 
 def _state(model, optimizer, platform: Platform, loading: bool) -> dict:
     state = {"model": model.sharded_state_dict()}
-    if platform.is_cuda:  # megatron's distributed optimizer: sharded across data-parallel ranks
-        state["optimizer"] = optimizer.sharded_state_dict(state["model"], is_loading=loading)
+    if platform.is_cuda:  # megatron's distributed optimizer: each data-parallel rank saves its shard
+        state["optimizer"] = optimizer.sharded_state_dict(
+            state["model"], is_loading=loading, metadata={"distrib_optim_sharding_type": "dp_reshardable"})
     else:  # torch AdamW, identical on every rank: saved once, as common state
         state["optimizer"] = optimizer.state_dict()
     return state
