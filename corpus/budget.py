@@ -39,18 +39,24 @@ def dataset_prefix(config: ExperimentConfig, arm: str) -> Path:
     return config.dataset_dir(arm) / f"{arm}_text_document"
 
 
-def shard_document_ids(config: ExperimentConfig, arm: str) -> list[list[str]]:
-    """Record ids of every tokenised document, per tokenisation task, read from the files each
-    task's JsonlReader read (datatrove's shard assignment, so the order is the tokens' order)."""
+def selected_document_ids(config: ExperimentConfig, arm: str, chosen: np.ndarray) -> list[str]:
+    """Record ids of the chosen documents (global indices over the tokenisation shards), in the
+    order chosen. The ids come from the files each tokenisation task's JsonlReader read, in
+    datatrove's shard assignment, so document k of shard r is line k of those files. Only the
+    chosen ids are kept in memory."""
     folder = get_datafolder(str(config.post_dir(arm) / "output"))
     tasks = config.postprocess.resources.tasks
-    ids = []
+    position = np.full(int(chosen.max()) + 1, -1, dtype=np.int64)
+    position[chosen] = np.arange(len(chosen))
+    ids: list[str] = [""] * len(chosen)
+    index = 0
     for rank in range(tasks):
-        shard = []
         for path in folder.get_shard(rank, tasks, glob_pattern="*.jsonl.gz"):
             with folder.open(path, "rt", compression="gzip") as f:
-                shard.extend(json.loads(line)["id"] for line in f)
-        ids.append(shard)
+                for line in f:
+                    if index < len(position) and position[index] >= 0:
+                        ids[position[index]] = json.loads(line)["id"]
+                    index += 1
     return ids
 
 
@@ -106,22 +112,22 @@ class TokenBudget(PipelineStep):
         from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
 
         shards = [IndexedDataset(p) for p in token_shards(self.config, arm)]
-        ids = shard_document_ids(self.config, arm)
-        where = [(s, d) for s, shard in enumerate(shards) for d in range(len(shard))]
+        starts = np.cumsum([0] + [len(shard) for shard in shards])  # global index of each shard's first document
         lengths = np.concatenate([s.sequence_lengths for s in shards]).astype(np.int64)
         chosen, last_tokens = select_documents(lengths, self.config.dataset.tokens_per_arm, self.config.dataset.seed)
+        ids = selected_document_ids(self.config, arm, chosen)
 
         prefix = dataset_prefix(self.config, arm)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=shards[0].index.dtype)
         with gzip.open(prefix.parent / "selected_ids.txt.gz", "wt") as id_file:
             for n, i in enumerate(chosen):
-                s, d = where[i]
-                tokens = shards[s][d]
+                s = int(np.searchsorted(starts, i, side="right")) - 1
+                tokens = shards[s][int(i - starts[s])]
                 if n == len(chosen) - 1:
                     tokens = tokens[:last_tokens]
                 builder.add_document(tokens, [len(tokens)])
-                id_file.write(ids[s][d] + "\n")
+                id_file.write(ids[n] + "\n")
         builder.finalize(f"{prefix}.idx")
         self.stat_update(f"documents_{arm}", value=len(chosen))
         return {
