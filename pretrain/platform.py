@@ -107,7 +107,7 @@ def build_optimizer(model, platform: Platform, lr: float, weight_decay: float, b
 
         config = OptimizerConfig(optimizer="adam", lr=lr, weight_decay=weight_decay, adam_beta1=betas[0],
                                  adam_beta2=betas[1], adam_eps=eps, clip_grad=clip_grad, bf16=True,
-                                 use_distributed_optimizer=True)
+                                 params_dtype=platform.dtype, use_distributed_optimizer=True)
         return get_megatron_optimizer(config, [model])
     return CpuAdamW(model, lr, weight_decay, betas, eps, clip_grad)
 

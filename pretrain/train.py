@@ -44,7 +44,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from pretrain.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts, training_steps
     from pretrain.export import megatron_weights, write_hf, write_run_info
-    from pretrain.model import build_model, transformer_config
+    from pretrain.model import build_model
     from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
@@ -66,7 +66,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     # ---- model, optimiser, data
     vocab, eos_id, bos_id = tokenizer_facts(config)
     model = build_model(model_cfg, vocab, platform)
-    ddp = DistributedDataParallel(transformer_config(model_cfg, platform), DistributedDataParallelConfig(
+    ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
     optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
                                 training.adam_eps, training.clip_grad)
