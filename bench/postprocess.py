@@ -45,7 +45,12 @@ def documents(n: int) -> list[dict]:
 
 
 def build(name: str, work: Path, tokenizer: str):
-    from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
+    from datatrove.pipeline.dedup import (
+        MinhashDedupBuckets,
+        MinhashDedupCluster,
+        MinhashDedupFilter,
+        MinhashDedupSignature,
+    )
     from datatrove.pipeline.dedup.minhash import MinhashConfig
     from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
     from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter

@@ -296,7 +296,7 @@ def render_markdown(report: dict, suite: Suite) -> str:
                      + f" | {_diff_cell(d.get('centered_columns', {}).get('average'))} |")
     lines += ["", "Differences: paired bootstrap over test documents"
               + (" and seeds" if any(len(d.get("seeds", [])) > 1 for d in diffs.values()) else "")
-              + f", 95% interval in brackets; `*`: the interval excludes zero.", "",
+              + ", 95% interval in brackets; `*`: the interval excludes zero.", "",
               "| benchmark | category | metric | " + " | ".join(arms)
               + "".join(f" | {a} − {ref}" for a in diffs) + " |",
               "|---|---|---|" + "---:|" * (len(arms) + len(diffs))]

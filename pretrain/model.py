@@ -32,9 +32,8 @@ def layer_spec(platform: Platform):
 
     if platform.is_cuda:
         try:
-            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec
-
             import transformer_engine  # noqa: F401
+            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec
 
             return get_gpt_layer_with_transformer_engine_spec()
         except ImportError:
