@@ -34,7 +34,10 @@ def _rng_state() -> dict:
 
         state["cuda"] = torch.cuda.get_rng_state()
         state["megatron"] = tensor_parallel.get_cuda_rng_tracker().get_states()
-    return state
+    # rank 0's, on every rank: dist_checkpointing expects the common (unsharded) state to agree
+    holder = [state]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]
 
 
 def _set_rng_state(state: dict) -> None:

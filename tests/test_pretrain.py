@@ -103,3 +103,26 @@ def test_missing_dataset_fails_clearly(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="no dataset for arm 'a'; run slurm/extract.sh first"):
         build_dataset(experiment(tmp_path), "a", 1, tmp_path / "cache")
+
+
+@pytest.mark.slow
+def test_two_data_parallel_ranks_train_like_one(corpus_root, tmp_path):
+    """torchrun with 2 CPU ranks (gloo, megatron DDP): each rank takes half of every global
+    batch, gradients are averaged, and the loss curve is the single-process one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pretrain.train import train
+
+    config = experiment(corpus_root)
+    single = train(config, "a", seed=2)
+    path = tmp_path / "exp.yaml"
+    raw = pretrain_experiment(corpus_root)
+    path.write_text(json.dumps(raw))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "pretrain.train", str(path),
+                           "--arm", "b", "--seed", "2"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "common state dict differs" not in done.stderr
+    assert np.allclose(losses(config.run_dir("b", 2)), losses(single), atol=1e-5)
