@@ -66,7 +66,6 @@ def main() -> None:
 
     import torch.distributed as dist
 
-    from corpus.budget import dataset_prefix
     from corpus.config import ExperimentConfig
     from pretrain.train import train
 
@@ -85,7 +84,7 @@ def main() -> None:
         config = config.model_copy(update={"dataset": config.dataset.model_copy(update={"tokens_per_arm": tokens})})
         if int(os.environ.get("RANK", 0)) == 0:
             write_tokenizer(config.tokenizer_dir(), VOCAB[args.model])
-            write_random_dataset(dataset_prefix(config, "bench"), tokens, VOCAB[args.model])
+            write_random_dataset(config.dataset_prefix("bench"), tokens, VOCAB[args.model])
         if dist.is_initialized():
             dist.barrier()
         run_dir = train(config, "bench", seed=0)

@@ -23,7 +23,7 @@ from datatrove.io import get_datafolder
 from datatrove.pipeline.base import PipelineStep
 
 from corpus.config import ExperimentConfig
-from corpus.tokenizer import eos_token, tokenizer_sha256
+from corpus.tokenizer import tokenizer_sha256
 
 
 class BudgetError(ValueError):
@@ -33,10 +33,6 @@ class BudgetError(ValueError):
 def token_shards(config: ExperimentConfig, arm: str) -> list[str]:
     """The tokenisation stage's outputs of an arm (path prefixes), in task order."""
     return sorted(str(p.with_suffix("")) for p in (config.dataset_dir(arm) / "tokens").glob("*.idx"))
-
-
-def dataset_prefix(config: ExperimentConfig, arm: str) -> Path:
-    return config.dataset_dir(arm) / f"{arm}_text_document"
 
 
 def selected_document_ids(config: ExperimentConfig, arm: str, chosen: np.ndarray) -> list[str]:
@@ -117,7 +113,7 @@ class TokenBudget(PipelineStep):
         chosen, last_tokens = select_documents(lengths, self.config.dataset.tokens_per_arm, self.config.dataset.seed)
         ids = selected_document_ids(self.config, arm, chosen)
 
-        prefix = dataset_prefix(self.config, arm)
+        prefix = self.config.dataset_prefix(arm)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=shards[0].index.dtype)
         with gzip.open(prefix.parent / "selected_ids.txt.gz", "wt") as id_file:
@@ -151,7 +147,7 @@ class TokenBudget(PipelineStep):
             "tokens_per_arm": self.config.dataset.tokens_per_arm,
             "seed": self.config.dataset.seed,
             "tokenizer": {"path": str(self.config.tokenizer_dir()), "sha256": tokenizer_sha256(self.config.tokenizer_dir()),
-                          "eos_token": eos_token(self.config)},
+                          "eos_token": self.config.tokenizer.eos_token},
             "arms": arms,
         }
         manifest_path(self.config).write_text(json.dumps(manifest, indent=2) + "\n")

@@ -326,7 +326,7 @@ class TokenizerConfig(StrictModel):
 
     kind: Literal["pretrained", "sentencepiece"]
     name_or_path: str | None = None
-    eos_token: str = "</s>"  # pretrained: its end-of-document token (SentencePiece models use </s>)
+    eos_token: str = "</s>"  # the end-of-document token; the project's SentencePiece models use </s>
     vocab_size: int = Field(8000, ge=384)  # 256 byte-fallback pieces + specials + merges
     sample_chars_per_arm: int = Field(2_000_000, ge=1000)
     seed: int = 0
@@ -337,6 +337,8 @@ class TokenizerConfig(StrictModel):
             raise ValueError("kind: pretrained needs name_or_path (a folder or a hub id)")
         if self.kind == "sentencepiece" and self.name_or_path:
             raise ValueError("kind: sentencepiece trains its own tokenizer; drop name_or_path")
+        if self.kind == "sentencepiece" and self.eos_token != "</s>":
+            raise ValueError("kind: sentencepiece ends documents with </s>; drop eos_token")
         return self
 
 
@@ -531,8 +533,16 @@ class ExperimentConfig(StrictModel):
     def tokenizer_dir(self) -> Path:
         return self.output_root / "tokenizer"
 
+    def tokenizer_file(self) -> Path:
+        """The shared tokenizer as datatrove's token steps and training read it."""
+        return self.tokenizer_dir() / "tokenizer.json"
+
     def dataset_dir(self, arm: str) -> Path:
         return self.output_root / "datasets" / arm
+
+    def dataset_prefix(self, arm: str) -> Path:
+        """The arm's budget-cut Megatron dataset (`.bin` and `.idx` beside each other)."""
+        return self.dataset_dir(arm) / f"{arm}_text_document"
 
     def eval_dir(self, arm: str, seed: int) -> Path:
         return self.output_root / "eval" / arm / f"seed{seed}"

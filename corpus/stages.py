@@ -32,7 +32,7 @@ from corpus.budget import TokenBudget
 from corpus.config import DripperArm, ExperimentConfig, Resources
 from corpus.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
 from corpus.filters import KeywordFilter, LocalLanguageFilter, OfflineURLFilter, default_lid_model
-from corpus.tokenizer import SharedTokenizer, eos_token, tokenizer_file
+from corpus.tokenizer import SharedTokenizer
 
 UNTIL = ("extract", "postprocess", "dataset")
 ONE_TASK = Resources(tasks=1, workers=1)
@@ -80,7 +80,7 @@ def filter_steps(config: ExperimentConfig, arm: str) -> list:
     it removes. The same list for every arm: only the folders depend on `arm`."""
     post, post_dir = config.postprocess, config.post_dir(arm)
     lang, quality, repetition, safety = post.language, post.gopher_quality, post.gopher_repetition, post.safety
-    steps = [TokensCounter(tokenizer_file(config), count_eos_token=True)] if config.tokenizer else []
+    steps = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
     steps += [
         Sha256DedupFilter(str(post_dir / "exact" / "duplicates"), exclusion_writer=_excluded(config, arm, "exact_dedup")),
         LocalLanguageFilter(lang.model or default_lid_model(), lang.languages, lang.threshold, backend=lang.backend,
@@ -160,7 +160,7 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
         tokenized.append(Stage("tokenize", arm, [
             _reader(config.post_dir(arm) / "output"),
             MegatronDocumentTokenizer(str(config.dataset_dir(arm) / "tokens"), save_filename=arm,
-                                      tokenizer_name_or_path=tokenizer_file(config), eos_token=eos_token(config)),
+                                      tokenizer_name_or_path=str(config.tokenizer_file()), eos_token=config.tokenizer.eos_token),
         ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final[arm], tokenizer]))
     stages += tokenized
     stages.append(Stage("budget", None, [TokenBudget(config)], ONE_TASK, logs / "budget", tokenized))

@@ -23,18 +23,6 @@ from datatrove.pipeline.base import PipelineStep
 
 from corpus.config import ExperimentConfig, TokenizerConfig
 
-# the end-of-document token of the project's SentencePiece models (ids: unk 0, bos 1, eos 2)
-SENTENCEPIECE_EOS = "</s>"
-
-
-def eos_token(config: ExperimentConfig) -> str:
-    return SENTENCEPIECE_EOS if config.tokenizer.kind == "sentencepiece" else config.tokenizer.eos_token
-
-
-def tokenizer_file(config: ExperimentConfig) -> str:
-    return str(config.tokenizer_dir() / "tokenizer.json")
-
-
 def tokenizer_sha256(folder: Path) -> str:
     return hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
 
@@ -115,8 +103,8 @@ def check_tokenizer(config: ExperimentConfig) -> None:
     """The saved folder has tokenizer.json and knows the end-of-document token."""
     from tokenizers import Tokenizer
 
-    path = Path(tokenizer_file(config))
+    path = config.tokenizer_file()
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the tokenizer has no tokenizer.json (a fast tokenizer is needed)")
-    if Tokenizer.from_file(str(path)).token_to_id(eos_token(config)) is None:
-        raise ValueError(f"{path}: no end-of-document token {eos_token(config)!r}; set tokenizer.eos_token")
+    if Tokenizer.from_file(str(path)).token_to_id(config.tokenizer.eos_token) is None:
+        raise ValueError(f"{path}: no end-of-document token {config.tokenizer.eos_token!r}; set tokenizer.eos_token")

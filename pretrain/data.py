@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from corpus.budget import dataset_prefix
 from corpus.config import ExperimentConfig
 
 
@@ -32,14 +31,12 @@ def tokenizer_facts(config: ExperimentConfig) -> tuple[int, int, int | None]:
     """(vocab size, end-of-document id, beginning-of-sequence id) of the experiment's tokenizer."""
     from tokenizers import Tokenizer
 
-    from corpus.tokenizer import eos_token
-
-    tokenizer = Tokenizer.from_file(str(config.tokenizer_dir() / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(config.tokenizer_file()))
     special = json.loads((config.tokenizer_dir() / "tokenizer_config.json").read_text()) if (
         config.tokenizer_dir() / "tokenizer_config.json").is_file() else {}
     bos = special.get("bos_token")
     bos = bos.get("content") if isinstance(bos, dict) else bos
-    return (tokenizer.get_vocab_size(), tokenizer.token_to_id(eos_token(config)),
+    return (tokenizer.get_vocab_size(), tokenizer.token_to_id(config.tokenizer.eos_token),
             tokenizer.token_to_id(bos) if bos else None)
 
 
@@ -59,7 +56,7 @@ def build_dataset(config: ExperimentConfig, arm: str, seed: int, cache: Path):
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 
-    prefix = dataset_prefix(config, arm)
+    prefix = config.dataset_prefix(arm)
     if not Path(f"{prefix}.idx").is_file():
         raise FileNotFoundError(f"{prefix}.idx: no dataset for arm {arm!r}; run slurm/extract.sh first")
     vocab, eod, _ = tokenizer_facts(config)

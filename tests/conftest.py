@@ -96,7 +96,6 @@ def build_pretrain_corpus(root: Path) -> None:
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
     from tokenizers import Tokenizer
 
-    from corpus.budget import dataset_prefix
     from corpus.sample.text import Prose
     from corpus.tokenizer import train_sentencepiece
 
@@ -108,7 +107,7 @@ def build_pretrain_corpus(root: Path) -> None:
     eos = tokenizer.token_to_id("</s>")
     stream = [ids + [eos] for ids in (tokenizer.encode(t, add_special_tokens=False).ids for t in texts)]
     for arm in config.arms:
-        prefix = dataset_prefix(config, arm)
+        prefix = config.dataset_prefix(arm)
         prefix.parent.mkdir(parents=True)
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
         left = PRETRAIN_TOKENS

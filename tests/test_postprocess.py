@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from corpus.budget import BudgetError, check_budget, dataset_prefix, manifest_path, select_documents
+from corpus.budget import BudgetError, check_budget, manifest_path, select_documents
 from corpus.config import ExperimentConfig
 from corpus.exact_dedup import normalised_text
 from corpus.inputs import resolve_inputs
@@ -148,7 +148,7 @@ def test_megatron_datasets_read_back_to_the_selected_documents(processed):
     eos = tokenizer.token_to_id("</s>")
     texts = {d["id"]: d["text"] for shard in shards for d in shard}
     for arm in config.arms:
-        dataset = IndexedDataset(str(dataset_prefix(config, arm)))
+        dataset = IndexedDataset(str(config.dataset_prefix(arm)))
         ids = gzip.open(config.dataset_dir(arm) / "selected_ids.txt.gz", "rt").read().split()
         assert len(dataset) == len(ids) == manifest["arms"][arm]["documents"]
         assert int(dataset.sequence_lengths.sum()) == config.dataset.tokens_per_arm
