@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
@@ -62,8 +63,19 @@ def uses_vllm_engine(arm) -> bool:
     return isinstance(arm, DripperArm) and arm.labeler.kind == "vllm"
 
 
-def _excluded(config: ExperimentConfig, arm: str, step: str) -> JsonlWriter:
-    return JsonlWriter(str(config.post_dir(arm) / "removed" / step), output_filename="${rank}.jsonl.gz")
+def _excluded(config: ExperimentConfig, arm: str, step: str, reason: str | None = None) -> JsonlWriter:
+    """Where a step writes what it removes. Filters record their own `filter_reason`; for steps
+    that do not (MinHash), `reason` is added to every document written."""
+    adapter = partial(with_reason, reason) if reason else None
+    return JsonlWriter(str(config.post_dir(arm) / "removed" / step), output_filename="${rank}.jsonl.gz",
+                       adapter=adapter)
+
+
+def with_reason(reason: str, writer: JsonlWriter, document) -> dict:
+    """JsonlWriter adapter: the default record, with `filter_reason` in its metadata."""
+    record = writer._default_adapter(document)
+    record.setdefault("metadata", {})["filter_reason"] = reason
+    return record
 
 
 def document_id(writer, document) -> dict:
@@ -125,7 +137,8 @@ def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, token
     ], res, logs / "minhash-cluster", [mh_buckets], tasks=1)
     mh_filter = Stage("minhash-filter", arm, [
         _reader(post_dir / "filtered"),
-        MinhashDedupFilter(str(post_dir / "minhash" / "remove_ids"), exclusion_writer=_excluded(config, arm, "minhash")),
+        MinhashDedupFilter(str(post_dir / "minhash" / "remove_ids"),
+                           exclusion_writer=_excluded(config, arm, "minhash", reason="near_duplicate")),
         JsonlWriter(str(post_dir / "output"), output_filename="${rank}.jsonl.gz"),
         JsonlWriter(str(post_dir / "ids"), output_filename="${rank}.jsonl.gz", adapter=document_id),
     ], res, logs / "minhash-filter", [mh_cluster])

@@ -96,8 +96,9 @@ def test_each_filter_removes_what_it_should(processed):
         assert doc_id not in kept
         assert doc_id in read_ids(post / "removed" / step), f"{doc_id} not removed by {step}"
     assert {f"keep-{i}" for i in range(24)} <= kept  # the first of the duplicates stays
-    removed = [json.loads(line) for line in gzip.open(next((post / "removed" / "exact_dedup").glob("*.gz")), "rt")]
-    assert removed[0]["metadata"]["filter_reason"] == "exact_duplicate"
+    for step, reason in (("exact_dedup", "exact_duplicate"), ("minhash", "near_duplicate"), ("language", "language")):
+        removed = [json.loads(line) for path in (post / "removed" / step).glob("*.gz") for line in gzip.open(path, "rt")]
+        assert {r["metadata"]["filter_reason"] for r in removed} == {reason}
 
 
 def test_exact_dedup_normalises_case_unicode_and_layout():
