@@ -7,7 +7,8 @@ For every task of the suite, DIR gets `<task>.jsonl` per split and a `<task>.yam
 and only points it at the local files (`dataset_path: json`). The task keeps its name, prompt,
 choices and metrics, so with DIR on lm-eval's include_path the same task names run offline, and
 results, logs and reports are identical in form to a real run. The data is generated English-like
-nonsense with a known answer: it exercises every prompt and metric; its scores mean nothing.
+nonsense with a known answer, short enough for a 128-token context: it exercises every prompt
+and metric; its scores mean nothing.
 """
 
 from __future__ import annotations
@@ -54,14 +55,14 @@ def openbookqa(prose, i):
 
 
 def boolq(prose, i):
-    return {"idx": i, "passage": prose.paragraph(), "question": _question(prose).rstrip("?").lower(),
+    return {"idx": i, "passage": prose.paragraph((1, 3)), "question": _question(prose).rstrip("?").lower(),
             "label": prose.rng.randrange(2)}
 
 
 def sciq(prose, i):
     a, b, c, d = _choices(prose, 4)
     return {"question": _question(prose), "distractor1": a, "distractor2": b, "distractor3": c,
-            "correct_answer": d, "support": prose.paragraph((2, 3))}
+            "correct_answer": d, "support": prose.paragraph((1, 2))}
 
 
 def hellaswag(prose, i):
@@ -93,13 +94,13 @@ def copa(prose, i):
 
 def coqa(prose, i):
     turns = prose.rng.randint(1, 3)
-    return {"source": "generated", "story": prose.paragraph((4, 6)),
+    return {"source": "generated", "story": prose.paragraph((2, 3)),
             "questions": {"input_text": [_question(prose) for _ in range(turns)]},
             "answers": {"input_text": [prose.rng.choice(prose.nouns) for _ in range(turns)]}}
 
 
 def lambada(prose, i):
-    return {"text": prose.paragraph((2, 4)).rstrip(".")}
+    return {"text": prose.paragraph((1, 3)).rstrip(".")}
 
 
 def mmlu(prose, i):

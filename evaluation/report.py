@@ -207,7 +207,7 @@ def _diff_cell(interval: dict | None) -> str:
     if not interval:
         return "-"
     mark = "*" if interval["significant"] else ""
-    low, point, high = (100 * interval[k] + 0.0 for k in ("ci_low", "difference", "ci_high"))  # no "-0.00"
+    low, point, high = (round(100 * interval[k], 2) + 0.0 for k in ("ci_low", "difference", "ci_high"))  # no "-0.00"
     return f"{point:+.2f}{mark} [{low:+.2f}, {high:+.2f}]"
 
 
