@@ -7,7 +7,8 @@ guard must give it). Same seed, same bytes.
 
 Besides the generated pages and the bad records, the WARC holds what post-processing exists
 for: exact mirrors of some pages on another host, syndicated copies (the same article with one
-more paragraph: near-duplicates), keyword-stuffed spam (Gopher repetition), and pages on
+more paragraph: near-duplicates), keyword-stuffed spam and articles printed three times (Gopher
+repetition), and pages on
 `blocked.example.com` (the demo config blocklists that host).
 """
 
@@ -79,6 +80,14 @@ def _copies(pages: list[Page], seed: int) -> list[SampleRecord]:
             blocked = news_article(rng, f"https://{BLOCKED_SITE}/{seed}/{i}.html", BLOCKED_SITE)
             out.append(SampleRecord(blocked.url, blocked.html.encode("utf-8"), "text/html; charset=utf-8", "extract",
                                     blocked, "on a blocklisted domain"))
+        if i % 25 == 7:  # a broken CMS that prints the article body three times
+            body = [b for b in page.main if b.html.startswith("<p>")]
+            last = page.main[-1].html
+            extra = "".join(b.html for b in body) * 2
+            repeated = replace(page, url=page.url.replace(".html", "-print.html"), main=page.main + body * 2,
+                               html=page.html.replace(last, last + extra, 1))
+            out.append(SampleRecord(repeated.url, repeated.html.encode("utf-8"), "text/html; charset=utf-8", "extract",
+                                    repeated, "article body repeated three times"))
         if i % 25 == 21:
             line = f"Best cheap {rng.choice(['watches', 'phones', 'loans'])} online, buy now and save big today."
             spam = replace(page, url=f"https://deals.example/{seed}/{i}.html", template="spam",
