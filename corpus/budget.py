@@ -56,15 +56,17 @@ def selected_document_ids(config: ExperimentConfig, arm: str, chosen: np.ndarray
     return ids
 
 
-def available_tokens(config: ExperimentConfig) -> dict[str, tuple[int, int]]:
-    """(tokens, documents) per arm, from the tokenisation stage's index files."""
+def open_shards(config: ExperimentConfig, arm: str) -> list:
+    """The tokenisation stage's outputs of an arm as megatron-core IndexedDatasets (memory-mapped)."""
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-    out = {}
-    for arm in config.arms:
-        shards = [IndexedDataset(p) for p in token_shards(config, arm)]
-        out[arm] = (sum(int(s.sequence_lengths.sum()) for s in shards), sum(len(s) for s in shards))
-    return out
+    return [IndexedDataset(p) for p in token_shards(config, arm)]
+
+
+def available_tokens(shards: dict[str, list]) -> dict[str, tuple[int, int]]:
+    """(tokens, documents) per arm."""
+    return {arm: (sum(int(s.sequence_lengths.sum()) for s in arm_shards), sum(len(s) for s in arm_shards))
+            for arm, arm_shards in shards.items()}
 
 
 def check_budget(config: ExperimentConfig, available: dict[str, tuple[int, int]]) -> None:
@@ -104,10 +106,9 @@ class TokenBudget(PipelineStep):
         super().__init__()
         self.config = config
 
-    def cut_arm(self, arm: str) -> dict:
-        from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
+    def cut_arm(self, arm: str, shards: list) -> dict:
+        from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
-        shards = [IndexedDataset(p) for p in token_shards(self.config, arm)]
         starts = np.cumsum([0] + [len(shard) for shard in shards])  # global index of each shard's first document
         lengths = np.concatenate([s.sequence_lengths for s in shards]).astype(np.int64)
         chosen, last_tokens = select_documents(lengths, self.config.dataset.tokens_per_arm, self.config.dataset.seed)
@@ -141,8 +142,9 @@ class TokenBudget(PipelineStep):
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
         with self.track_time():
-            check_budget(self.config, available_tokens(self.config))
-            arms = {arm: self.cut_arm(arm) for arm in self.config.arms}
+            shards = {arm: open_shards(self.config, arm) for arm in self.config.arms}
+            check_budget(self.config, available_tokens(shards))
+            arms = {arm: self.cut_arm(arm, shards[arm]) for arm in self.config.arms}
         manifest = {
             "tokens_per_arm": self.config.dataset.tokens_per_arm,
             "seed": self.config.dataset.seed,

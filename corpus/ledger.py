@@ -59,17 +59,20 @@ def _step_name(step: dict) -> str:
     return step["name"].split(": ", 1)[-1]
 
 
-def _tokens(step: dict) -> int | None:
+def _tokens_out(step: dict, tokens_in: int | None) -> int | None:
+    """Tokens of the documents a step let through (0 if none); None where tokens are not counted."""
+    if tokens_in is None:
+        return None
     value = step["stats"].get("doc_len_tokens")
-    return int(value["total"]) if isinstance(value, dict) else None
+    return int(value["total"]) if isinstance(value, dict) else 0
 
 
 def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
     extraction = summarize_arm(config, arm)
     rows = []
     if extraction.get("records") is not None:
-        dropped = extraction["dropped"]
-        rows.append(_row("extraction", extraction["records"], extraction["documents_out"], dropped, None, None)
+        rows.append(_row("extraction", extraction["records"], extraction["documents_out"], extraction["dropped"],
+                         None, None)
                     | {"fallback": extraction["fallback"]})
     logs = config.post_dir(arm) / "logs"
     steps, _ = merged_stats(logs / "filter")
@@ -81,17 +84,15 @@ def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
             if rows:
                 rows[-1]["tokens_out"] = tokens
         if _step_name(step) in FILTER_ROWS:
-            out = _tokens(step) if tokens is not None else None
             rows.append(_row(FILTER_ROWS[_step_name(step)], c.get("total", 0), c.get("forwarded", 0), _removed(c), tokens,
-                             out if out is not None or tokens is None else 0))
+                             _tokens_out(step, tokens)))
             tokens = rows[-1]["tokens_out"]
     steps, _ = merged_stats(logs / "minhash-filter")
     if steps:
         c = counters(next(s for s in steps if _step_name(s) == MinhashDedupFilter.name))
         writer = steps[-2]  # the documents writer (the last step writes the ids)
-        out = _tokens(writer) if tokens is not None else None
         rows.append(_row("MinHash dedup", c.get("total", 0), c.get("forwarded", 0), _removed(c, "near_duplicate"), tokens,
-                         out if out is not None or tokens is None else 0))
+                         _tokens_out(writer, tokens)))
     manifest = manifest_path(config)
     if manifest.is_file():
         arm_manifest = json.loads(manifest.read_text())["arms"][arm]

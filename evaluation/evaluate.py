@@ -35,13 +35,18 @@ def exported_checkpoints(config: ExperimentConfig) -> list[Path]:
     return found
 
 
-def result_dir(config: ExperimentConfig, checkpoint: Path) -> Path:
-    info = json.loads((checkpoint / "xsuite.json").read_text())
+def checkpoint_info(checkpoint: Path) -> dict:
+    """Arm, seed, step and training tokens of an exported checkpoint (written by pretrain.export)."""
+    return json.loads((checkpoint / "xsuite.json").read_text())
+
+
+def result_dir(config: ExperimentConfig, info: dict) -> Path:
     return config.eval_dir(info["arm"], info["seed"]) / f"step_{info['step']:07d}"
 
 
 def pending(config: ExperimentConfig) -> list[Path]:
-    return [c for c in exported_checkpoints(config) if not (result_dir(config, c) / "results.json").is_file()]
+    return [c for c in exported_checkpoints(config)
+            if not (result_dir(config, checkpoint_info(c)) / "results.json").is_file()]
 
 
 def task_manager(config: ExperimentConfig):
@@ -64,7 +69,8 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> 
     import torch
 
     options, suite = config.evaluation, load_suite()
-    out = result_dir(config, checkpoint)
+    info = checkpoint_info(checkpoint)
+    out = result_dir(config, info)
     out.mkdir(parents=True, exist_ok=True)
     cuda = torch.cuda.is_available()
     results: dict = {"results": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-samples": {}}
@@ -82,7 +88,6 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> 
             with open(out / f"samples_{task}.jsonl", "w") as f:
                 for sample in samples:
                     f.write(json.dumps(sample, default=str) + "\n")
-    info = json.loads((checkpoint / "xsuite.json").read_text())
     results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "seed": info["seed"], "step": info["step"],
                 "tokens": info["tokens"], "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")

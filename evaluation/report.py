@@ -247,15 +247,17 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, replicate
     table = {}
     for arm in arms:
         per_seed = [benchmark_scores(r, suite, suite.headline) for r in finals[arm]]
+        standard = [benchmark_scores(r, suite, "standard") for r in finals[arm]]
+        means = [category_means(scores, suite) for scores in per_seed]
+        centered_means = [category_means(scores, suite, center=True) for scores in per_seed]
         table[arm] = {
             "seeds": [r["seed"] for r in finals[arm]],
             "steps": [r["step"] for r in finals[arm]],
             "tokens": [r["tokens"] for r in finals[arm]],
             "benchmarks": {b.name: [s[b.name] for s in per_seed] for b in suite.benchmarks},
-            "standard_form": {b.name: [benchmark_scores(r, suite, "standard")[b.name] for r in finals[arm]]
-                              for b in suite.benchmarks if b.cloze},
-            "columns": {c: [category_means(s, suite)[c] for s in per_seed] for c in COLUMNS},
-            "centered_columns": {c: [category_means(s, suite, center=True)[c] for s in per_seed] for c in COLUMNS},
+            "standard_form": {b.name: [s[b.name] for s in standard] for b in suite.benchmarks if b.cloze},
+            "columns": {c: [m[c] for m in means] for c in COLUMNS},
+            "centered_columns": {c: [m[c] for m in centered_means] for c in COLUMNS},
         }
     differences = {}
     if arms:
