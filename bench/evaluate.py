@@ -23,7 +23,7 @@ from pathlib import Path
 def untrained_tiny(folder: Path) -> Path:
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from corpus.config import PretrainConfig, TokenizerConfig
+    from configs.experiment import PretrainConfig, TokenizerConfig
     from corpus.sample.text import Prose
     from corpus.tokenizer import train_sentencepiece
     from pretrain.model import hf_config

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from mineru_html.process.build_prompt import get_full_prompt
 
-from corpus.arms import trafilatura_step
-from corpus.config import TrafilaturaOptions
-from corpus.dripper import main_html_from_labels, simplify_page
+from corpus.extractors.trafilatura import trafilatura_step
+from corpus.extractors.trafilatura import TrafilaturaOptions
+from corpus.extractors.dripper_step import main_html_from_labels, simplify_page
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
 from evaluation.pages import SHARED_PAGE_SETS

@@ -2,8 +2,8 @@
 
     python -m bench.extraction_quality [--max-pages N] [--out bench/results/extraction_quality]
 
-Runs `evaluation.extraction.evaluate` with Trafilatura and the baselines (Resiliparse,
-readability-lxml, jusText, whole page through html2text) and prints the Markdown table; the
+Runs `evaluation.extraction.evaluate` with every extractor kind that needs no model (Trafilatura,
+Resiliparse, readability-lxml, jusText, whole page through html2text) and prints the Markdown table; the
 folder gets per-page rows, summary.json and a chart per dataset. The Dripper arm needs a
 labeling model: score it with `python -m evaluation.extraction --config ... --arms dripper`.
 Reference (WebMainBench paper, its own 7,809 pages): Dripper 0.8779, magic-html 0.7138,
@@ -16,14 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pydantic import TypeAdapter
-
-from corpus.config import ArmConfig
+from corpus.extractors import default_arm, standalone_kinds
 from evaluation.extraction import evaluate, markdown_table
 from evaluation.pages import SHARED_PAGE_SETS, load_pages
-
-ARMS = ["trafilatura", "readability", "resiliparse", "justext", "html2text"]
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,7 +30,7 @@ def main() -> int:
         print(f"no page sets under {SHARED_PAGE_SETS}", file=sys.stderr)
         return 1
     pages = [p for f in files for p in load_pages(f, args.max_pages)]
-    arms = {name: TypeAdapter(ArmConfig).validate_python({"extractor": name}) for name in ARMS}
+    arms = {name: default_arm(name) for name in standalone_kinds()}
     summary = evaluate(arms, pages, args.out)
     print(markdown_table(summary))
     print(f"\nwrote {args.out}")

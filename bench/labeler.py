@@ -21,14 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from pydantic import TypeAdapter
-
-from corpus.config import ArmConfig
+from corpus.extractors import DripperArm, default_arm
 from corpus.labelers import BlockLabeler, PageLabels
 from corpus.labels import examples_from_pages
 from corpus.labelers.encoder import WindowSettings
 from corpus.labelers.train import train
-from evaluation.extraction import run_arm, score_page
+from evaluation.extraction import run_step, score_page
 from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
 FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", "readability", "webmainbench-sample"]
@@ -46,15 +44,7 @@ class OracleLabeler(BlockLabeler):
 
 
 def arm_scores(arm, pages, labeler=None) -> dict:
-    import corpus.dripper as dripper
-
-    if labeler is not None:  # serve the given labeler to the dripper step
-        original, dripper.get_labeler = dripper.get_labeler, lambda config: labeler
-    try:
-        outputs, counters, seconds = run_arm(arm, pages)
-    finally:
-        if labeler is not None:
-            dripper.get_labeler = original
+    outputs, counters, seconds = run_step(arm.step(labeler) if labeler is not None else arm.step(), pages)
     scores = [score_page(p, outputs[p.key].text if p.key in outputs else "")["rouge5_f1"] for p in pages]
     fallbacks = sum(v for k, v in counters.items() if k.startswith("fallback_"))
     return {"rouge5_f1": statistics.fmean(scores), "pages_per_s": len(pages) / seconds, "fallbacks": fallbacks}
@@ -78,7 +68,7 @@ def main() -> int:
     examples = {name: [e for e in examples_from_pages(path, 0.667, args.max_pages) if not isinstance(e, Exception) and e]
                 for name, path in files.items()}
     print(f"labels for {sum(map(len, examples.values()))} pages in {time.perf_counter() - start:.0f}s")
-    traf = TypeAdapter(ArmConfig).validate_python({"extractor": "trafilatura"})
+    traf = default_arm("trafilatura")
     results = {}
     for held in args.held_out:
         if held not in files:
@@ -90,8 +80,7 @@ def main() -> int:
                     "num_attention_heads": max(1, args.hidden // 32), "intermediate_size": 2 * args.hidden}
             _, report = train(train_examples, Path(model_dir), WindowSettings(max_block_tokens=args.max_block_tokens),
                               max_seconds=args.train_seconds, size=size, log=lambda *_: None)
-            dripper = TypeAdapter(ArmConfig).validate_python(
-                {"extractor": "dripper", "labeler": {"kind": "encoder", "model": model_dir}})
+            dripper = DripperArm(extractor="dripper", labeler={"kind": "encoder", "model": model_dir})
             results[held] = {
                 "pages": len(pages), "train_pages": len(train_examples), "train_steps": report["steps"],
                 "dripper_encoder": arm_scores(dripper, pages),

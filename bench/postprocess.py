@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/postprocess.json"))
     args = parser.parse_args()
 
-    from corpus.config import TokenizerConfig
+    from configs.experiment import TokenizerConfig
     from corpus.tokenizer import train_sentencepiece
 
     docs = documents(args.docs)

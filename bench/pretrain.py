@@ -66,7 +66,7 @@ def main() -> None:
 
     import torch.distributed as dist
 
-    from corpus.config import ExperimentConfig
+    from configs.experiment import ExperimentConfig
     from pretrain.train import train
 
     with tempfile.TemporaryDirectory() as tmp:

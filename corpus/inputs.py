@@ -12,7 +12,7 @@ import os
 import random
 from pathlib import Path
 
-from corpus.config import CommonCrawlInput, ExperimentConfig
+from configs.experiment import CommonCrawlInput, ExperimentConfig
 
 
 def select_common_crawl(cc: CommonCrawlInput) -> list[str]:

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from corpus.dripper import simplify_page
+from corpus.extractors.dripper_step import simplify_page
 from corpus.labelers.base import MAIN, OTHER
 
 ITEM_ID = "_item_id"
@@ -145,7 +145,8 @@ def examples_from_pages(path: Path, threshold: float, limit: int | None = None):
 
 
 def examples_from_teacher(warcs: list[Path], config_path: str, arm_name: str):
-    from corpus.config import DripperArm, load_experiment_or_exit
+    from configs.experiment import load_experiment_or_exit
+    from corpus.extractors import DripperArm
     from corpus.labelers import get_labeler
     from corpus.records import AccountedWarcReader, RecordGuard
 

@@ -20,25 +20,16 @@ import sys
 from itertools import combinations
 from pathlib import Path
 
-from datatrove.pipeline.dedup import MinhashDedupFilter
-from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter, URLFilter
 from datatrove.pipeline.tokens import TokensCounter
 
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.budget import manifest_path
-from corpus.config import ExperimentConfig, load_experiment_or_exit
-from corpus.exact_dedup import Sha256DedupFilter
-from corpus.filters import KeywordFilter, LocalLanguageFilter
-from corpus.summary import counters, merged_stats, summarize_arm
+from corpus.postprocess import FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
+from corpus.summary import counters, find_step, merged_stats, summarize_arm
 
-# the filter stage's steps, by the name datatrove records in the stats, in pipeline order
-FILTER_ROWS = {
-    Sha256DedupFilter.name: "exact dedup (SHA-256)",
-    LocalLanguageFilter.name: "language id",
-    GopherQualityFilter.name: "Gopher quality",
-    GopherRepetitionFilter.name: "Gopher repetition",
-    URLFilter.name: "URL blocklist",
-    KeywordFilter.name: "keyword blocklist",
-}
+# The ledger's rows by name (post-processing rows are named as their steps) and their titles.
+EXTRACTION, BUDGET = "extraction", "budget"
+ROW_TITLES = {EXTRACTION: "extraction", **{s.name: s.title for s in POSTPROCESS_STEPS}, BUDGET: "token budget"}
 
 
 def _row(stage: str, docs_in: int, docs_out: int, removed: dict[str, int], tokens_in, tokens_out) -> dict:
@@ -54,9 +45,11 @@ def _removed(c: dict[str, int], reason: str = "removed") -> dict[str, int]:
     return reasons | ({reason: unexplained} if unexplained else {})
 
 
-def _step_name(step: dict) -> str:
-    """A step's class-level name: datatrove records '<type>: <name>'."""
-    return step["name"].split(": ", 1)[-1]
+def rows_by_name(arm_ledger: dict) -> dict[str, dict]:
+    """An arm's ledger rows (as `ledger.json` holds them) by row name: `extraction`, each
+    post-processing step's name, `budget`."""
+    names = {title: name for name, title in ROW_TITLES.items()}
+    return {names[row["stage"]]: row for row in arm_ledger["rows"]}
 
 
 def _tokens_out(step: dict, tokens_in: int | None) -> int | None:
@@ -71,33 +64,30 @@ def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
     extraction = summarize_arm(config, arm)
     rows = []
     if extraction.get("records") is not None:
-        rows.append(_row("extraction", extraction["records"], extraction["documents_out"], extraction["dropped"],
-                         None, None)
+        rows.append(_row(ROW_TITLES[EXTRACTION], extraction["records"], extraction["documents_out"],
+                         extraction["dropped"], None, None)
                     | {"fallback": extraction["fallback"]})
     logs = config.post_dir(arm) / "logs"
-    steps, _ = merged_stats(logs / "filter")
+    stage_stats = {stage: merged_stats(logs / stage)[0] for stage in {s.stage for s in POSTPROCESS_STEPS}}
     tokens = None
-    for step in steps:
-        c = counters(step)
-        if _step_name(step) == TokensCounter.name:  # right after the reader: tokens of the extracted documents
-            tokens = c.get("tokens", 0)
-            if rows:
-                rows[-1]["tokens_out"] = tokens
-        if _step_name(step) in FILTER_ROWS:
-            rows.append(_row(FILTER_ROWS[_step_name(step)], c.get("total", 0), c.get("forwarded", 0), _removed(c), tokens,
-                             _tokens_out(step, tokens)))
-            tokens = rows[-1]["tokens_out"]
-    steps, _ = merged_stats(logs / "minhash-filter")
-    if steps:
-        c = counters(next(s for s in steps if _step_name(s) == MinhashDedupFilter.name))
-        writer = steps[-2]  # the documents writer (the last step writes the ids)
-        rows.append(_row("MinHash dedup", c.get("total", 0), c.get("forwarded", 0), _removed(c, "near_duplicate"), tokens,
-                         _tokens_out(writer, tokens)))
+    if stage_stats[FILTER_STAGE] and config.tokenizer:  # counted right after the reader: the extracted documents
+        tokens = counters(find_step(stage_stats[FILTER_STAGE], TokensCounter)).get("tokens", 0)
+        if rows:
+            rows[-1]["tokens_out"] = tokens
+    for step in enabled_steps(config):
+        steps = stage_stats[step.stage]
+        if not steps:
+            continue
+        c = counters(find_step(steps, step.step_class))
+        counted_by = find_step(steps, step.tokens_class) if step.tokens_class else find_step(steps, step.step_class)
+        rows.append(_row(step.title, c.get("total", 0), c.get("forwarded", 0), _removed(c, step.reason or "removed"),
+                         tokens, _tokens_out(counted_by, tokens)))
+        tokens = rows[-1]["tokens_out"]
     manifest = manifest_path(config)
     if manifest.is_file():
         arm_manifest = json.loads(manifest.read_text())["arms"][arm]
         docs_in = arm_manifest["available_documents"]
-        rows.append(_row("token budget", docs_in, arm_manifest["documents"],
+        rows.append(_row(ROW_TITLES[BUDGET], docs_in, arm_manifest["documents"],
                          {"over budget": docs_in - arm_manifest["documents"]},
                          arm_manifest["available_tokens"], arm_manifest["tokens"]))
     chained = all(a["documents_out"] == b["documents_in"]

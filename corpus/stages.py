@@ -3,11 +3,9 @@
     extract (per arm) ─► tokenizer (all arms) ─► post-processing (per arm, 7 stages) ─►
     tokenize (per arm) ─► budget (all arms)
 
-Post-processing is the same list of steps for every arm, built from the one `postprocess` block
-of the config; only the folders differ. The order is the paper's RefinedWeb-style regimen:
-SHA-256 exact dedup → fastText language id → Gopher quality → Gopher repetition → URL and
-keyword blocklists → MinHash-LSH. Every removed document goes to
-`<output_root>/post/<arm>/removed/<step>/` with its reason.
+Post-processing is the same list of named steps for every arm (corpus.postprocess), built from
+the one `postprocess` block of the config; only the folders differ. Every removed document goes
+to `<output_root>/post/<arm>/removed/<step>/` with its reason.
 
 Locally the stages run one after the other (datatrove's local executor; completed tasks are
 skipped on a re-run). On Slurm every stage is a job array that starts when the stages it needs
@@ -18,21 +16,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
-from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, MinhashDedupSignature
+from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupSignature
 from datatrove.pipeline.dedup.minhash import MinhashConfig
-from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
 from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
-from corpus.arms import extraction_pipeline
+from configs.base import Resources
+from configs.experiment import ExperimentConfig
 from corpus.budget import TokenBudget
-from corpus.config import DripperArm, ExperimentConfig, Resources
-from corpus.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
-from corpus.filters import KeywordFilter, LocalLanguageFilter, OfflineURLFilter, default_lid_model
+from corpus.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
+from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps
+from corpus.records import AccountedWarcReader, RecordGuard
 from corpus.tokenizer import SharedTokenizer
 
 UNTIL = ("extract", "postprocess", "dataset")
@@ -59,54 +56,33 @@ def local_workers(stage: Stage) -> int:
     return 1 if stage.one_local_process else min(stage.resources.workers, os.cpu_count() or 1)
 
 
-def uses_vllm_engine(arm) -> bool:
-    return isinstance(arm, DripperArm) and arm.labeler.kind == "vllm"
-
-
-def _excluded(config: ExperimentConfig, arm: str, step: str, reason: str | None = None) -> JsonlWriter:
-    """Where a step writes what it removes. Filters record their own `filter_reason`; for steps
-    that do not (MinHash), `reason` is added to every document written."""
-    adapter = partial(with_reason, reason) if reason else None
-    return JsonlWriter(str(config.post_dir(arm) / "removed" / step), output_filename="${rank}.jsonl.gz",
-                       adapter=adapter)
-
-
-def with_reason(reason: str, writer: JsonlWriter, document) -> dict:
-    """JsonlWriter adapter: the default record, with `filter_reason` in its metadata."""
-    record = writer._default_adapter(document)
-    record.setdefault("metadata", {})["filter_reason"] = reason
-    return record
-
-
-def document_id(writer, document) -> dict:
-    """JsonlWriter adapter: only the record id (the ledger's overlap between arms reads these)."""
+def record_id(writer, document) -> dict:
+    """JsonlWriter adapter: only the record id."""
     return {"id": document.id}
+
+
+class RecordIdWriter(JsonlWriter):
+    """Only the record ids of the post-processed documents (the ledger's overlap between arms)."""
+
+    name = "🆔 Record ids"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="${rank}.jsonl.gz", adapter=record_id)
+
+
+def extraction_pipeline(config: ExperimentConfig, arm_name: str, base: str, paths_file: Path) -> list:
+    """Every arm: the same reader over the same WARC files, the same record guard, then the arm's
+    extractor, then a JSONL writer. What differs between arms is the extractor step alone."""
+    return [
+        AccountedWarcReader(base, paths_file=str(paths_file), doc_progress=True),
+        RecordGuard(config.extraction.max_html_bytes, config.extraction.max_control_char_ratio),
+        config.arms[arm_name].step(),
+        JsonlWriter(str(config.arm_dir(arm_name) / "output"), output_filename="${rank}.jsonl.gz"),
+    ]
 
 
 def _reader(folder: Path) -> JsonlReader:
     return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False)
-
-
-def filter_steps(config: ExperimentConfig, arm: str) -> list:
-    """Exact-dedup filter, then the document filters, in the regimen's order, each writing what
-    it removes. The same list for every arm: only the folders depend on `arm`."""
-    post, post_dir = config.postprocess, config.post_dir(arm)
-    lang, quality, repetition, safety = post.language, post.gopher_quality, post.gopher_repetition, post.safety
-    steps = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
-    steps += [
-        Sha256DedupFilter(str(post_dir / "exact" / "duplicates"), exclusion_writer=_excluded(config, arm, "exact_dedup")),
-        LocalLanguageFilter(lang.model or default_lid_model(), lang.languages, lang.threshold, backend=lang.backend,
-                            exclusion_writer=_excluded(config, arm, "language")),
-        GopherQualityFilter(**quality.model_dump(), language=post.word_tokenizer_language,
-                            exclusion_writer=_excluded(config, arm, "gopher_quality")),
-        GopherRepetitionFilter(**repetition.model_dump(), language=post.word_tokenizer_language,
-                               exclusion_writer=_excluded(config, arm, "gopher_repetition")),
-        OfflineURLFilter(use_integrated_lists=safety.url_blocklists, extra_domains=safety.banned_domains,
-                         exclusion_writer=_excluded(config, arm, "url_blocklist")),
-    ]
-    if safety.keyword_blocklist:
-        steps.append(KeywordFilter(safety.keyword_blocklist, exclusion_writer=_excluded(config, arm, "keyword_blocklist")))
-    return steps
 
 
 def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, tokenizer: Stage | None) -> list[Stage]:
@@ -121,10 +97,12 @@ def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, token
     find = Stage("exact-find", arm, [
         Sha256FindDuplicates(str(post_dir / "exact" / "signatures"), str(post_dir / "exact" / "duplicates")),
     ], res, logs / "exact-find", [sigs], tasks=post.exact_dedup.finder_tasks)
-    filtered = Stage("filter", arm, [
-        _reader(extracted), *filter_steps(config, arm),
+    # the extracted documents' tokens are counted first, so the ledger follows tokens through every step
+    counter = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
+    filtered = Stage(FILTER_STAGE, arm, [
+        _reader(extracted), *counter, *filter_steps(config, arm),
         JsonlWriter(str(post_dir / "filtered"), output_filename="${rank}.jsonl.gz"),
-    ], res, logs / "filter", [find] + ([tokenizer] if tokenizer else []))
+    ], res, logs / FILTER_STAGE, [find] + ([tokenizer] if tokenizer else []))
     mh_sigs = Stage("minhash-signatures", arm, [
         _reader(post_dir / "filtered"),
         MinhashDedupSignature(str(post_dir / "minhash" / "signatures"), config=minhash, language=post.word_tokenizer_language),
@@ -135,13 +113,12 @@ def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, token
     mh_cluster = Stage("minhash-cluster", arm, [
         MinhashDedupCluster(str(post_dir / "minhash" / "buckets"), str(post_dir / "minhash" / "remove_ids"), config=minhash),
     ], res, logs / "minhash-cluster", [mh_buckets], tasks=1)
-    mh_filter = Stage("minhash-filter", arm, [
+    mh_filter = Stage(MINHASH_FILTER_STAGE, arm, [
         _reader(post_dir / "filtered"),
-        MinhashDedupFilter(str(post_dir / "minhash" / "remove_ids"),
-                           exclusion_writer=_excluded(config, arm, "minhash", reason="near_duplicate")),
+        *(s.step(config, arm) for s in enabled_steps(config, MINHASH_FILTER_STAGE)),
         JsonlWriter(str(post_dir / "output"), output_filename="${rank}.jsonl.gz"),
-        JsonlWriter(str(post_dir / "ids"), output_filename="${rank}.jsonl.gz", adapter=document_id),
-    ], res, logs / "minhash-filter", [mh_cluster])
+        RecordIdWriter(str(post_dir / "ids")),
+    ], res, logs / MINHASH_FILTER_STAGE, [mh_cluster])
     return [sigs, find, filtered, mh_sigs, mh_buckets, mh_cluster, mh_filter]
 
 
@@ -151,7 +128,7 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
     extraction stage; the later stages need every arm and are built only for all of them."""
     extract = {arm: Stage("extract", arm, extraction_pipeline(config, arm, base, paths_file),
                           config.arms[arm].resources, config.arm_dir(arm) / "logs",
-                          one_local_process=uses_vllm_engine(config.arms[arm]))
+                          one_local_process=config.arms[arm].one_local_process)
                for arm in arms or config.arms}
     stages = list(extract.values())
     if until == "extract" or arms:

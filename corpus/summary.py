@@ -14,11 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-from corpus.arms import extractor_accounting
-from corpus.config import ExperimentConfig, load_experiment_or_exit
+from datatrove.pipeline.writers import JsonlWriter
 
-# pipeline positions, as built by corpus.arms.extraction_pipeline
-READER, GUARD, EXTRACTOR, WRITER = range(4)
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.records import AccountedWarcReader, RecordGuard
 
 
 def counters(step: dict) -> dict[str, int]:
@@ -27,6 +26,16 @@ def counters(step: dict) -> dict[str, int]:
     for key, value in step["stats"].items():
         out[key] = int(value["total"]) if isinstance(value, dict) else int(value)
     return out
+
+
+def find_step(steps: list[dict], step_class) -> dict:
+    """The stats of the step of `step_class`, found by the '<type>: <name>' datatrove records for
+    it (never by position)."""
+    label = f"{step_class.type}: {step_class.name}"
+    matches = [s for s in steps if s["name"] == label]
+    if len(matches) != 1:
+        raise ValueError(f"expected one {label!r} step in the stats, found {len(matches)}")
+    return matches[0]
 
 
 def merged_stats(logs_dir: Path) -> tuple[list[dict], int]:
@@ -46,15 +55,17 @@ def summarize_arm(config: ExperimentConfig, arm_name: str) -> dict:
     if not steps:
         return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
                 "complete": False}
-    reader, guard, extractor, writer = (counters(steps[i]) for i in (READER, GUARD, EXTRACTOR, WRITER))
+    extractor_stats = find_step(steps, type(arm.step()))
+    reader, guard, extractor, writer = (counters(find_step(steps, AccountedWarcReader)), counters(find_step(steps, RecordGuard)),
+                                        counters(extractor_stats), counters(find_step(steps, JsonlWriter)))
     guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
-    extracted, fallbacks, extractor_drops = extractor_accounting(arm, extractor)
+    extracted, fallbacks, extractor_drops = arm.accounting(extractor)
     dropped = dict(guard_drops)
     for reason, n in extractor_drops.items():
         dropped[reason] = dropped.get(reason, 0) + n
     records = reader.get("response_records", 0)
     docs_out = writer.get("total", 0)
-    chars_out = int(steps[EXTRACTOR]["stats"].get("doc_len", {}).get("total", 0))
+    chars_out = int(extractor_stats["stats"].get("doc_len", {}).get("total", 0))
     return {
         "arm": arm_name,
         "extractor": arm.extractor,

@@ -21,7 +21,7 @@ from pathlib import Path
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from corpus.config import ExperimentConfig, TokenizerConfig
+from configs.experiment import ExperimentConfig, TokenizerConfig
 
 def tokenizer_sha256(folder: Path) -> str:
     return hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()

@@ -6,7 +6,7 @@
 
 Checkpoints are the Hugging Face folders training exports (`<output_root>/train/<arm>/seed<S>/
 hf/step_*`). Each gets `<output_root>/eval/<arm>/seed<S>/step_*/`: `results.json` (lm-eval's
-results, group structure, task configs and versions, with arm, seed, step and training tokens)
+results, group structure, task configs and versions, with arm, seed and step)
 and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, which the report's paired
 bootstrap reads). A checkpoint with `results.json` is done and skipped on a re-run.
 """
@@ -19,9 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from corpus.config import ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation.suite import TASKS_DIR, load_suite
-from pretrain.slurm import sbatch
+from slurm.jobs import BatchJob, sbatch, write_job
 
 OFFLINE_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -29,14 +29,13 @@ OFFLINE_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_
 def exported_checkpoints(config: ExperimentConfig) -> list[Path]:
     """Every exported checkpoint of every (arm, seed), in (arm, seed, step) order."""
     found = []
-    for arm in config.arms:
-        for seed in config.pretrain.seeds:
-            found += sorted(p.parent for p in (config.run_dir(arm, seed) / "hf").glob("step_*/xsuite.json"))
+    for arm, seed in config.runs():
+        found += sorted(p.parent for p in (config.run_dir(arm, seed) / "hf").glob("step_*/xsuite.json"))
     return found
 
 
 def checkpoint_info(checkpoint: Path) -> dict:
-    """Arm, seed, step and training tokens of an exported checkpoint (written by pretrain.export)."""
+    """Experiment, arm, seed and step of an exported checkpoint (written by pretrain.export)."""
     return json.loads((checkpoint / "xsuite.json").read_text())
 
 
@@ -89,7 +88,7 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> 
                 for sample in samples:
                     f.write(json.dumps(sample, default=str) + "\n")
     results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "seed": info["seed"], "step": info["step"],
-                "tokens": info["tokens"], "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
+                "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     return out
 
@@ -105,28 +104,17 @@ def submit(config: ExperimentConfig, config_path: str) -> str | None:
     folder.mkdir(parents=True, exist_ok=True)
     listing = folder / "checkpoints.txt"
     listing.write_text("".join(f"{c.resolve()}\n" for c in todo))
-    repo = Path(__file__).resolve().parents[1]
-    env = config.executor.env_command or f"source {repo}/.venv/bin/activate"
-    script = folder / "evaluate.sbatch"
-    script.write_text(f"""#!/bin/bash
-#SBATCH --job-name={config.executor.job_name_prefix}-evaluate
-#SBATCH --partition={s.partition}
-#SBATCH --qos={s.qos}
-#SBATCH --gpus={s.gpus}
-#SBATCH --cpus-per-task={s.cpus_per_task}
-#SBATCH --mem={s.mem_gb}G
-#SBATCH --time={s.time}
-#SBATCH --array=0-{len(todo) - 1}%{s.parallel}
-#SBATCH --output={folder.resolve()}/evaluate-%A_%a.out
-set -eo pipefail
-cd {repo}
-{env}
+    job = BatchJob(
+        name="evaluate", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task, mem_gb=s.mem_gb,
+        output=folder.resolve() / "evaluate-%A_%a.out", gpus=s.gpus, array=f"0-{len(todo) - 1}%{s.parallel}",
+        commands=f"""
 CHECKPOINT=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {listing.resolve()})
 exec python -m evaluation.evaluate {Path(config_path).resolve()} --checkpoint "$CHECKPOINT"
 """)
-    job = sbatch(script)
-    print(f"job {job}: {len(todo)} checkpoints ({listing})")
-    return job
+    script = write_job(job, config, folder / "evaluate.sbatch")
+    job_id = sbatch(script)
+    print(f"job {job_id}: {len(todo)} checkpoints ({listing})")
+    return job_id
 
 
 def main(argv: list[str] | None = None) -> int:

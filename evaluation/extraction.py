@@ -2,9 +2,9 @@
 
     python -m evaluation.extraction --config CONFIG --pages PATH... [--arms A B] [--out DIR]
 
-Each arm runs the very datatrove step the corpus stage runs (`corpus.arms.extractor_step`),
-fallbacks and timeouts included. `--arms` takes arms of the config, or an extractor kind
-(trafilatura, resiliparse, readability, justext, html2text) with default options.
+Each arm runs the very datatrove step the corpus stage runs (the arm's `step()`), fallbacks and
+timeouts included. `--arms` takes arms of the config, or an extractor kind that runs without
+options (corpus.extractors: trafilatura, resiliparse, readability, justext, html2text).
 
 Writes to DIR (default `<output_root>/extraction_quality/`): `pages.jsonl` (one row per arm and
 page), `summary.json` (means per dataset, language, difficulty, content type; errors, timeouts,
@@ -23,32 +23,27 @@ from collections import defaultdict
 from pathlib import Path
 
 from datatrove.data import Document
-from pydantic import TypeAdapter
 
-from corpus.arms import extractor_step
-from corpus.config import ArmConfig, ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.extractors import default_arm, standalone_kinds
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
 from evaluation.pages import LabelledPage, load_pages
-
-STANDALONE_KINDS = ("trafilatura", "resiliparse", "readability", "justext", "html2text")
-
 
 def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
     arms = {}
     for name in names or list(config.arms):
         if name in config.arms:
             arms[name] = config.arms[name]
-        elif name in STANDALONE_KINDS:
-            arms[name] = TypeAdapter(ArmConfig).validate_python({"extractor": name})
+        elif name in standalone_kinds():
+            arms[name] = default_arm(name)
         else:
             raise SystemExit(f"--arms: {name!r} is neither an arm of the config ({sorted(config.arms)}) "
-                             f"nor an extractor kind ({', '.join(STANDALONE_KINDS)})")
+                             f"nor an extractor kind ({', '.join(standalone_kinds())})")
     return arms
 
 
-def run_arm(arm, pages: list[LabelledPage]) -> tuple[dict[str, Document], dict[str, int], float]:
-    """(outputs by page key, the step's counters, seconds) for one arm over the pages."""
-    step = extractor_step(arm)
+def run_step(step, pages: list[LabelledPage]) -> tuple[dict[str, Document], dict[str, int], float]:
+    """(outputs by page key, the step's counters, seconds) for an arm's extractor step over the pages."""
     docs = (Document(text=p.html, id=p.key, metadata={"url": p.url}) for p in pages)
     start = time.perf_counter()
     outputs = {doc.id: doc for doc in step.run(docs)}
@@ -162,7 +157,7 @@ def evaluate(arms: dict, pages: list[LabelledPage], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     rows, runs = [], {}
     for name, arm in arms.items():
-        outputs, counters, seconds = run_arm(arm, pages)
+        outputs, counters, seconds = run_step(arm.step(), pages)
         runs[name] = {"counters": counters, "seconds": seconds}
         for page in pages:
             doc = outputs.get(page.key)

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from corpus.sample.text import NAMES, Prose
+from evaluation.shims import builtin_task_yaml
 from evaluation.suite import TASKS_DIR, load_suite
 
 
@@ -133,7 +134,6 @@ SPLITS = ("training_split", "validation_split", "test_split", "fewshot_split")
 def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
     """Write data and YAMLs for every task of the suite; returns `out` (an lm-eval include_path)."""
     import lm_eval
-    from lm_eval.tasks._yaml_loader import load_yaml
 
     builtin = Path(lm_eval.__file__).parent / "tasks"
     out.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
     for task in load_suite().all_tasks():
         source, make_doc = OFFLINE[task]
         source_path = builtin / source if not Path(source).is_absolute() else Path(source)
-        base = load_yaml(source_path, resolve_func=False)
+        base = builtin_task_yaml(source_path)
         data_files = {}
         for key in (k for k in SPLITS if base.get(k)):
             split = base[key]

@@ -32,7 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from corpus.config import ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.ledger import BUDGET, EXTRACTION, rows_by_name
+from corpus.postprocess import output_step
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
 
 BOOTSTRAP_REPLICATES = 2000
@@ -44,12 +46,13 @@ COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
 
 
 def load_runs(config: ExperimentConfig) -> list[dict]:
-    """Every evaluated checkpoint: its results.json plus the folder holding its sample logs."""
+    """Every evaluated checkpoint of the config's (arm, seed) runs: its results.json, the folder
+    holding its sample logs, and its training tokens (from the config, the one source of them)."""
     runs = []
-    for path in sorted((config.output_root / "eval").glob("*/seed*/step_*/results.json")):
-        result = json.loads(path.read_text())
-        if result["arm"] in config.arms:
-            runs.append(result | {"dir": path.parent})
+    for arm, seed in config.runs():
+        for path in sorted(config.eval_dir(arm, seed).glob("step_*/results.json")):
+            result = json.loads(path.read_text())
+            runs.append(result | {"dir": path.parent, "tokens": config.pretrain.tokens_at(result["step"])})
     return runs
 
 
@@ -179,11 +182,9 @@ def final_runs(runs: list[dict]) -> dict[str, list[dict]]:
 def missing_pieces(config: ExperimentConfig, runs: list[dict], suite: Suite) -> list[str]:
     notes = []
     evaluated = {(r["arm"], r["seed"]) for r in runs}
-    seeds = config.pretrain.seeds if config.pretrain else []
-    for arm in config.arms:
-        for seed in seeds:
-            if (arm, seed) not in evaluated:
-                notes.append(f"{arm} seed {seed}: no evaluated checkpoint")
+    for arm, seed in config.runs():
+        if (arm, seed) not in evaluated:
+            notes.append(f"{arm} seed {seed}: no evaluated checkpoint")
     for run in runs:
         absent = [t for t in suite.all_tasks() if t not in run["results"]]
         if absent:
@@ -225,17 +226,17 @@ def extraction_context(config: ExperimentConfig) -> dict:
     ledger = config.output_root / "ledger.json"
     if ledger.is_file():
         for arm_ledger in json.loads(ledger.read_text())["arms"]:
-            rows = {r["stage"]: r for r in arm_ledger["rows"]}
+            rows = rows_by_name(arm_ledger)
             entry = context.setdefault(arm_ledger["arm"], {})
-            if "extraction" in rows:
-                entry["records"] = rows["extraction"]["documents_in"]
-            post = rows.get("MinHash dedup")
+            if EXTRACTION in rows:
+                entry["records"] = rows[EXTRACTION]["documents_in"]
+            post = rows.get(output_step().name)
             if post:
                 entry["documents_post_processed"] = post["documents_out"]
                 entry["tokens_post_processed"] = post["tokens_out"]
-            if "token budget" in rows:
-                entry["documents_in_budget"] = rows["token budget"]["documents_out"]
-                entry["tokens_in_budget"] = rows["token budget"]["tokens_out"]
+            if BUDGET in rows:
+                entry["documents_in_budget"] = rows[BUDGET]["documents_out"]
+                entry["tokens_in_budget"] = rows[BUDGET]["tokens_out"]
     return context
 
 

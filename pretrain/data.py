@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from corpus.config import ModelConfig
+from configs.model import ModelConfig
 from pretrain.platform import Platform, transformer_flags
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from corpus.config import ExperimentConfig, TrainingConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, TrainingConfig, load_experiment_or_exit
 
 
 def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
@@ -50,7 +50,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
     steps, _ = training_steps(config)
-    tokens_per_step = training.global_batch_size * model_cfg.seq_length
+    tokens_per_step = config.pretrain.tokens_per_step
     last_step = min(steps, stop_at or steps)
 
     # ---- where: devices, process group, seeds
@@ -73,8 +73,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     dataset = build_dataset(config, arm, seed, run_dir / "data_cache")
     flops_per_token = model_cfg.flops_per_token(vocab)
     run = {"experiment": config.name, "arm": arm, "seed": seed, "model": model_cfg.model_dump(),
-           "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "tokens_per_step": tokens_per_step,
-           "steps": steps, "tokenizer_dir": str(config.tokenizer_dir().resolve()),
+           "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps, "tokenizer_dir": str(config.tokenizer_dir().resolve()),
            "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token}
     if rank == 0:
         write_run_info(run_dir, run)
@@ -126,7 +125,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             tokens_per_s = tokens_per_step / seconds
             peak = platform.peak_flops
             record = {"step": done, "loss": loss_sum.item() / world, "lr": lr, "grad_norm": grad_norm,
-                      "tokens": done * tokens_per_step, "tokens_per_s": tokens_per_s,
+                      "tokens": config.pretrain.tokens_at(done), "tokens_per_s": tokens_per_s,
                       "mfu": flops_per_token * tokens_per_s / (world * peak) if peak else None, "seconds": seconds}
             log.write(json.dumps(record) + "\n")
             log.flush()
@@ -150,8 +149,9 @@ def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, s
         raise SystemExit(f"{config_path}: no pretrain section")
     if arm is not None and arm not in config.arms:
         raise SystemExit(f"--arm {arm!r} is not an arm of {config_path} ({sorted(config.arms)})")
-    return [(a, s) for a in ([arm] if arm else list(config.arms))
-            for s in ([seed] if seed is not None else config.pretrain.seeds)]
+    if seed is not None and seed not in config.pretrain.seeds:
+        raise SystemExit(f"--seed {seed} is not in pretrain.seeds of {config_path} ({config.pretrain.seeds})")
+    return [(a, s) for a, s in config.runs() if arm in (None, a) and seed in (None, s)]
 
 
 def print_losses(config: ExperimentConfig, runs: list[tuple[str, int]]) -> None:

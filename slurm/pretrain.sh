@@ -3,7 +3,7 @@
 #   bash slurm/pretrain.sh [CONFIG] [ARM] [SEED]     on this machine: CPU, or every local GPU via torchrun
 #   sbatch slurm/pretrain.sh [CONFIG] [ARM] [SEED]   on a cluster: this small job submits one GPU job per
 #                                                    (arm, seed), nodes/GPUs/time from the config's
-#                                                    pretrain.slurm, requeued on preemption (pretrain/slurm.py)
+#                                                    pretrain.slurm, requeued on preemption (pretrain/submit.py)
 # Without ARM/SEED: every arm and every seed of pretrain.seeds. Runs resume from their last checkpoint.
 #SBATCH --job-name=xsuite-pretrain-submit
 #SBATCH --partition=cpu
@@ -18,7 +18,7 @@ if [ -n "${2:-}" ]; then ARGS+=(--arm "$2"); fi
 if [ -n "${3:-}" ]; then ARGS+=(--seed "$3"); fi
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
-if [ -n "${SLURM_JOB_ID:-}" ]; then exec python -m pretrain.slurm "$CONFIG" "${ARGS[@]}"; fi
+if [ -n "${SLURM_JOB_ID:-}" ]; then exec python -m pretrain.submit "$CONFIG" "${ARGS[@]}"; fi
 GPUS=$(python -c "import torch; print(torch.cuda.device_count())")
 if [ "$GPUS" -gt 1 ]; then
   exec torchrun --standalone --nproc-per-node "$GPUS" -m pretrain.train "$CONFIG" "${ARGS[@]}"

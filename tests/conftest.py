@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 from corpus.sample import write_sample
 
 SAMPLE_PAGES = 40  # five of each template, plus the bad records

@@ -1,9 +1,8 @@
 import pytest
 from conftest import make_config
 
-from corpus.arms import extractor_step
-from corpus.config import BaselineArm
 from corpus.extract import run_corpus
+from corpus.extractors import default_arm
 from corpus.sample import generate_pages
 
 BASELINES = ["resiliparse", "readability", "justext", "html2text"]
@@ -12,14 +11,14 @@ BASELINES = ["resiliparse", "readability", "justext", "html2text"]
 @pytest.mark.parametrize("name", BASELINES)
 def test_baseline_keeps_the_article_text(name):
     page = generate_pages(1, seed=5)[0]  # a news article
-    text = extractor_step(BaselineArm(extractor=name)).extract(page.html)
+    text = default_arm(name).step().extract(page.html)
     body = [b.text for b in page.main if len(b.text) > 80]
     assert any(p[:60] in text.replace("\n", " ") for p in body)
 
 
 def test_whole_page_floor_keeps_the_boilerplate_too():
     page = generate_pages(1, seed=5)[0]
-    text = extractor_step(BaselineArm(extractor="html2text")).extract(page.html)
+    text = default_arm("html2text").step().extract(page.html)
     assert "All rights reserved" in text
 
 

@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corpus.config import ConfigError, DripperArm, TrafilaturaArm, load_experiment
+from configs.base import ConfigError
+from configs.experiment import load_experiment
+from corpus.extractors import DripperArm, TrafilaturaArm
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +79,7 @@ def test_missing_config_file(tmp_path):
 
 def test_paper_config_loads():
     config = load_experiment(REPO / "configs" / "paper.yaml")
-    assert config.executor.kind == "slurm"
+    assert config.executor.job_name_prefix == "paper"
     dripper = config.arms["dripper"]
     assert isinstance(dripper, DripperArm)
     assert dripper.resources.gpus_per_task == 1 and dripper.resources.partition == "gpu"
@@ -117,4 +119,47 @@ def test_batch_sizes_must_divide(tmp_path):
                                 "pretrain": {"model": "tiny", "training": {"global_batch_size": 6, "micro_batch_size": 4,
                                                                            "checkpoint_every": 1}}}
     with pytest.raises(ConfigError, match="global_batch_size 6 is not a multiple of micro_batch_size 4"):
+        load_experiment(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("key, value", [("vocab_size", 4096), ("sample_chars_per_arm", 10_000), ("seed", 3)])
+def test_sentencepiece_options_are_refused_for_a_pretrained_tokenizer(tmp_path, key, value):
+    data = minimal(tmp_path) | {"tokenizer": {"kind": "pretrained", "name_or_path": "gpt2", key: value}}
+    with pytest.raises(ConfigError, match=rf"tokenizer: .*\['{key}'\] only apply to kind: sentencepiece"):
+        load_experiment(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("backend, languages, ok", [
+    ("ft176", ["en", "de"], True), ("ft176", ["eng_Latn"], False), ("ft176", ["english"], False),
+    ("glotlid", ["eng_Latn", "cmn_Hani"], True), ("glotlid", ["en"], False)])
+def test_languages_must_be_labels_of_the_language_id_backend(tmp_path, backend, languages, ok):
+    data = minimal(tmp_path) | {"postprocess": {"language": {"backend": backend, "languages": languages}}}
+    if ok:
+        assert load_experiment(write(tmp_path, data)).postprocess.language.languages == languages
+    else:
+        with pytest.raises(ConfigError, match=rf"postprocess\.language: .*not labels of the {backend} model"):
+            load_experiment(write(tmp_path, data))
+
+
+def test_executor_kind_is_refused_with_what_decides_instead(tmp_path):
+    data = minimal(tmp_path) | {"executor": {"kind": "slurm"}}
+    with pytest.raises(ConfigError, match=r"executor: .*executor\.kind is gone: `sbatch slurm/extract\.sh`"):
+        load_experiment(write(tmp_path, data))
+
+
+def test_every_registered_extractor_kind_is_an_arm_with_a_step():
+    from corpus.extractors import KINDS, default_arm, kind_name, standalone_kinds
+
+    names = [kind_name(k) for k in KINDS]
+    assert len(set(names)) == len(names)
+    assert set(names) - set(standalone_kinds()) == {"dripper"}  # the one kind that needs options (its labeler)
+    for name in standalone_kinds():
+        arm = default_arm(name)
+        assert arm.extractor == name and hasattr(arm.step(), "run")
+
+
+def test_an_option_of_another_kind_is_refused(tmp_path):
+    data = minimal(tmp_path)
+    data["arms"]["trafilatura"] = {"extractor": "resiliparse", "language": "German"}  # jusText's option
+    with pytest.raises(ConfigError, match=r"arms\.trafilatura\.resiliparse\.language: Extra inputs"):
         load_experiment(write(tmp_path, data))

@@ -4,9 +4,9 @@ import pytest
 from datatrove.data import Document
 from lxml import html as lxml_html
 
-import corpus.dripper as dripper
-from corpus.config import DripperArm
-from corpus.dripper import DripperExtractor, main_html_from_labels, simplify_page
+import corpus.extractors.dripper_step as dripper
+from corpus.extractors import DripperArm
+from corpus.extractors.dripper_step import DripperExtractor, main_html_from_labels, simplify_page
 from corpus.labelers import MAIN, OTHER, BlockLabeler, PageLabels
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
@@ -52,9 +52,8 @@ def test_mapping_keeps_exactly_the_blocks_labelled_main(template_index):
             assert block.text.split(". ")[0][:40] in text.replace("\n", " ")
 
 
-def run_step(labeler, docs, monkeypatch, arm=ARM):
-    monkeypatch.setattr(dripper, "get_labeler", lambda config: labeler)
-    step = DripperExtractor(arm)
+def run_step(labeler, docs, arm=ARM):
+    step = arm.step(labeler)
     out = list(step.run(iter(docs)))
     counts = {k: int(v.total) for k, v in step.stats.stats.items()}
     return out, counts
@@ -66,14 +65,14 @@ def docs_for(pages):
 
 def test_all_main_labels_keep_the_page_and_are_counted_extracted(monkeypatch):
     pages = generate_pages(4, seed=2)
-    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: MAIN for i in p.item_ids})), docs_for(pages), monkeypatch)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: MAIN for i in p.item_ids})), docs_for(pages))
     assert len(out) == 4 and counts["extracted"] == 4
     assert all(d.metadata["extraction"] == "labels" for d in out)
 
 
 def test_labeler_errors_fall_back_to_trafilatura_with_their_reason(monkeypatch):
     pages = generate_pages(4, seed=2)
-    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(error="too_long")), docs_for(pages), monkeypatch)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(error="too_long")), docs_for(pages))
     assert counts["fallback_too_long"] == 4 and "extracted" not in counts
     assert [d.metadata["extraction"] for d in out] == ["fallback:too_long"] * 4
     assert all(d.text and "<" not in d.text[:50] for d in out)
@@ -81,13 +80,13 @@ def test_labeler_errors_fall_back_to_trafilatura_with_their_reason(monkeypatch):
 
 def test_all_other_labels_drop_the_page_as_empty(monkeypatch):
     pages = generate_pages(3, seed=2)
-    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: OTHER for i in p.item_ids})), docs_for(pages), monkeypatch)
+    out, counts = run_step(ConstantLabeler(lambda p: PageLabels(labels={i: OTHER for i in p.item_ids})), docs_for(pages))
     assert out == [] and counts["dropped_empty"] == 3
 
 
 def test_page_without_blocks_falls_back(monkeypatch):
     docs = [Document(text="<html><body></body></html>", id="x", metadata={})]
-    out, counts = run_step(ConstantLabeler(lambda p: pytest.fail("labeler called")), docs, monkeypatch)
+    out, counts = run_step(ConstantLabeler(lambda p: pytest.fail("labeler called")), docs)
     assert out == [] and counts["total"] == 1 and counts["dropped_empty"] == 1
 
 
@@ -101,7 +100,7 @@ def test_every_document_is_accounted_for(monkeypatch):
             return PageLabels(error="parse_error")
         return PageLabels(labels={i: MAIN if n == 1 else OTHER for i in page.item_ids})
 
-    out, counts = run_step(ConstantLabeler(mixed), docs_for(pages), monkeypatch)
+    out, counts = run_step(ConstantLabeler(mixed), docs_for(pages))
     fallbacks = sum(v for k, v in counts.items() if k.startswith("fallback_"))
     drops = sum(v for k, v in counts.items() if k.startswith("dropped_"))
     assert counts["total"] == 9 == counts.get("extracted", 0) + fallbacks + drops

@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import build_pretrain_corpus, pretrain_experiment
 
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 from evaluation.evaluate import main as evaluate_main
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main
@@ -40,7 +40,7 @@ def test_offline_suite_scores_every_benchmark_and_the_report_renders(tmp_path, c
             for task in b.form(suite.headline):
                 assert f"{b.score},none" in results["results"][task], (task, results["results"][task])
                 assert len((result_dir / f"samples_{task}.jsonl").read_text().splitlines()) == 6
-        assert results["arm"] == arm and results["tokens"] > 0
+        assert results["arm"] == arm and results["step"] > 0
 
     assert report_main([str(path)]) == 0
     printed = capsys.readouterr().out

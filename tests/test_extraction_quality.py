@@ -1,8 +1,6 @@
 import json
 
-from pydantic import TypeAdapter
-
-from corpus.config import ArmConfig
+from corpus.extractors import default_arm
 from evaluation.extraction import evaluate, score_page
 from evaluation.pages import gold_from_marks, load_pages
 
@@ -15,7 +13,7 @@ MARKED = (
 
 
 def arms(*kinds):
-    return {k: TypeAdapter(ArmConfig).validate_python({"extractor": k}) for k in kinds}
+    return {k: default_arm(k) for k in kinds}
 
 
 def test_generated_page_scores_one_when_fed_its_gold(sample_dir):

@@ -2,7 +2,7 @@ import gzip
 
 from conftest import make_config
 
-from corpus.config import CommonCrawlInput, ExperimentConfig
+from configs.experiment import CommonCrawlInput, ExperimentConfig
 from corpus.inputs import resolve_inputs, select_common_crawl
 
 

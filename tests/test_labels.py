@@ -2,7 +2,7 @@ import shutil
 
 import pytest
 
-from corpus.dripper import simplify_page
+from corpus.extractors.dripper_step import simplify_page
 from corpus.labelers import MAIN, OTHER, BlockPage
 from corpus.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
 from corpus.sample import generate_pages

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from corpus.budget import BudgetError, check_budget, manifest_path, select_documents
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 from corpus.exact_dedup import normalised_text
 from corpus.inputs import resolve_inputs
 from corpus.ledger import arm_ledger, overlap

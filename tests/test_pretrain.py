@@ -11,7 +11,8 @@ import pytest
 import torch
 from conftest import PRETRAIN_MODEL, PRETRAIN_TOKENS, build_pretrain_corpus, pretrain_experiment
 
-from corpus.config import ConfigError, ExperimentConfig, load_experiment
+from configs.base import ConfigError
+from configs.experiment import ExperimentConfig, load_experiment
 from pretrain.data import training_steps
 
 def experiment(root, **training) -> ExperimentConfig:
@@ -119,6 +120,7 @@ def test_two_data_parallel_ranks_train_like_one(corpus_root, tmp_path):
     single = train(config, "a", seed=2)
     path = tmp_path / "exp.yaml"
     raw = pretrain_experiment(corpus_root)
+    raw["pretrain"]["seeds"] = [1, 2]
     path.write_text(json.dumps(raw))
     torchrun = Path(sys.executable).with_name("torchrun")
     done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "pretrain.train", str(path),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import pretrain_experiment
 
-from corpus.config import ExperimentConfig
+from configs.experiment import ExperimentConfig
 from evaluation.report import build_report, category_means, centered, main, paired_bootstrap, final_runs, load_runs
 from evaluation.suite import load_suite
 
@@ -25,7 +25,7 @@ def write_run(config, arm, seed, step, items: dict[str, np.ndarray]) -> None:
             for i, v in enumerate(values):
                 f.write(json.dumps({"doc_id": i, metric: float(v)}) + "\n")
     (out / "results.json").write_text(json.dumps({
-        "results": results, "group_subtasks": {}, "arm": arm, "seed": seed, "step": step, "tokens": step * 100}))
+        "results": results, "group_subtasks": {}, "arm": arm, "seed": seed, "step": step}))
 
 
 def config_for(tmp_path, seeds=(1, 2, 3)) -> ExperimentConfig:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from corpus.budget import manifest_path
-from corpus.config import load_experiment
+from configs.experiment import load_experiment
 from corpus.ledger import arm_ledger
 from corpus.summary import summarize_arm
 
@@ -46,7 +46,7 @@ def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path,
     config_path.write_text(yaml.safe_dump({
         "name": "slurm-test", "output_root": str(tmp_path / "out"),
         "inputs": {"warc": [str(sample_dir / "sample.warc.gz")]},
-        "executor": {"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"},
+        "executor": {"env_command": f"source {sys.prefix}/bin/activate"},
         "arms": {
             "cpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "cpu"}},
             "gpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "gpu", "gpus_per_task": 1}},
@@ -85,7 +85,7 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
     from pretrain.data import training_steps
 
     build_pretrain_corpus(tmp_path / "out")
-    raw = pretrain_experiment(tmp_path / "out", executor={"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"})
+    raw = pretrain_experiment(tmp_path / "out", executor={"env_command": f"source {sys.prefix}/bin/activate"})
     raw["pretrain"]["slurm"] = {"nodes": 1, "gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 1, "mem_gb": 2,
                                 "time": "00:10:00"}
     config_path = tmp_path / "exp.yaml"
@@ -117,7 +117,7 @@ def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env)
 
     build_pretrain_corpus(tmp_path / "out")
     raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 4},
-                              executor={"kind": "slurm", "env_command": f"source {sys.prefix}/bin/activate"},
+                              executor={"env_command": f"source {sys.prefix}/bin/activate"},
                               evaluation={"tasks": "offline", "offline_items": 4, "batch_size": 8, "max_gen_toks": 4,
                                           "slurm": {"partition": "gpu", "gpus": 1, "cpus_per_task": 1, "mem_gb": 2,
                                                     "time": "00:10:00"}})

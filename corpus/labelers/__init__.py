@@ -14,16 +14,7 @@ _LABELERS: dict[str, BlockLabeler] = {}
 def get_labeler(config) -> BlockLabeler:
     key = config.model_dump_json()
     if key not in _LABELERS:
-        if config.kind in ("vllm", "endpoint"):
-            from corpus.labelers.llm import build_llm_labeler
-
-            _LABELERS[key] = build_llm_labeler(config)
-        elif config.kind == "encoder":
-            from corpus.labelers.encoder import EncoderLabeler
-
-            _LABELERS[key] = EncoderLabeler(config.model, config.batch_windows)
-        else:
-            raise ValueError(f"unknown labeler kind {config.kind!r}")
+        _LABELERS[key] = config.build()
     return _LABELERS[key]
 
 

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
-from corpus.config import EndpointLabelerConfig, VllmLabelerConfig
 from corpus.labelers.base import BlockLabeler, BlockPage, PageLabels, labels_from_response
+from corpus.labelers.config import EndpointLabelerConfig, VllmLabelerConfig
+from corpus.shims import set_backend_engine
 
 logger = logging.getLogger(__name__)
-
 
 
 class MineruBackendLabeler(BlockLabeler):
@@ -115,6 +115,6 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
     else:
         # the backend's model path only serves its tokenizer (chat template, length check) here
         backend = create_vllm_backend(config.tokenizer or config.model, "compact", config.max_context_tokens, {}, gen_kwargs)
-        backend._llm = CompletionsClient(config)  # setup_llm() keeps an engine that is already set
+        set_backend_engine(backend, CompletionsClient(config))
     backend.max_context_window = config.max_context_tokens - config.answer_margin_tokens  # ... the check leaves room
     return MineruBackendLabeler(backend, config.prompt_version)

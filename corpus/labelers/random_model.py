@@ -25,7 +25,7 @@ def _training_text(seed: int) -> list[str]:
     """Simplified pages and prompts, so that the tokenizer's merges fit what it will read."""
     from mineru_html.process.build_prompt import get_full_prompt
 
-    from corpus.dripper import simplify_page
+    from corpus.extractors.dripper_step import simplify_page
     from corpus.sample import generate_pages
 
     texts = []

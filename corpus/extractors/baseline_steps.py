@@ -1,7 +1,5 @@
-"""Baseline extractors users compare against, as datatrove extractor steps.
+"""The baseline extractors as datatrove extractor steps (their configs: corpus.extractors.baselines).
 
-Each is usable as a corpus arm (`extractor: resiliparse|readability|justext|html2text`) and by the
-extraction-quality benchmark. `html2text` converts the whole page: the no-extraction floor.
 Output is Markdown-like text, as the other arms write.
 """
 
@@ -70,6 +68,3 @@ class WholePage(BaselineExtractor):
 
     def extract_page(self, html: str) -> str:
         return html2text_markdown(html)
-
-
-BASELINES = {"resiliparse": Resiliparse, "readability": Readability, "justext": Justext, "html2text": WholePage}

@@ -1,6 +1,6 @@
 """Submit training runs to Slurm GPU nodes: one job per (arm, seed), shaped by `pretrain.slurm`.
 
-    python -m pretrain.slurm CONFIG [--arm ARM] [--seed SEED] [--dry-run]
+    python -m pretrain.submit CONFIG [--arm ARM] [--seed SEED] [--dry-run]
 
 (`sbatch slurm/pretrain.sh CONFIG [ARM] [SEED]` runs this on the cluster.) Each job runs one
 srun task per node, each a torchrun over the node's GPUs, rendezvous on the first node. Jobs are
@@ -13,38 +13,22 @@ checkpoint. Finished runs are not submitted again. The job script is written to
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from corpus.config import ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from pretrain.train import selected_runs
+from slurm.jobs import BatchJob, sbatch, write_job
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def job_script(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> str:
+def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> BatchJob:
     s = config.pretrain.slurm
     run_dir = config.run_dir(arm, seed).resolve()
-    env = config.executor.env_command or f"source {REPO}/.venv/bin/activate"
-    return f"""#!/bin/bash
-#SBATCH --job-name={config.executor.job_name_prefix}-train-{arm}-seed{seed}
-#SBATCH --partition={s.partition}
-#SBATCH --qos={s.qos}
-#SBATCH --nodes={s.nodes}
-#SBATCH --ntasks-per-node=1
-#SBATCH --gpus-per-node={s.gpus_per_node}
-#SBATCH --cpus-per-task={s.cpus_per_task}
-#SBATCH --mem={s.mem_gb}G
-#SBATCH --time={s.time}
-#SBATCH --requeue
-#SBATCH --signal=B:USR1@300
-#SBATCH --open-mode=append
-#SBATCH --output={run_dir}/slurm-%j.out
-set -eo pipefail
-cd {REPO}
-{env}
+    return BatchJob(
+        name=f"train-{arm}-seed{seed}", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task,
+        mem_gb=s.mem_gb, output=run_dir / "slurm-%j.out", nodes=s.nodes, ntasks_per_node=1,
+        gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append",
+        commands=f"""
 # 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
 trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
 MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
@@ -52,16 +36,7 @@ MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 srun --kill-on-bad-exit=1 torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} \\
   --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\
   -m pretrain.train {Path(config_path).resolve()} --arm {arm} --seed {seed} &
-wait
-"""
-
-
-def sbatch(script: Path) -> str:
-    """Submit a job script; returns the job id. The launcher job's own SLURM_* variables stay out
-    (its --mem-per-cpu would clash with the job's --mem); SLURM_CONF says which cluster."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
-    out = subprocess.run(["sbatch", "--parsable", str(script)], check=True, capture_output=True, text=True, env=env)
-    return out.stdout.strip().split(";")[0]
+wait""")
 
 
 def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
@@ -78,10 +53,7 @@ def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int
         if finished(config, arm, seed):
             print(f"{arm} seed {seed}: finished already")
             continue
-        run_dir = config.run_dir(arm, seed)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        script = run_dir / "train.sbatch"
-        script.write_text(job_script(config, config_path, arm, seed))
+        script = write_job(training_job(config, config_path, arm, seed), config, config.run_dir(arm, seed) / "train.sbatch")
         if dry_run:
             print(f"{arm} seed {seed}: {script}")
             continue
@@ -91,7 +63,7 @@ def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pretrain.slurm", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m pretrain.submit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--arm", help="default: every arm")

@@ -1,4 +1,4 @@
-"""The Dripper extractor as a datatrove step.
+"""The Dripper extractor as a datatrove step (its config: corpus.extractors.dripper).
 
 Per batch of documents: mineru-html simplifies each page into `_item_id` blocks, the labeler
 labels every block main/other (many pages per call), mineru-html maps the main blocks back onto
@@ -14,14 +14,16 @@ fallback found nothing; dropped_fallback_timeout / dropped_fallback_error).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.extractors.base import ExtractorSandbox
 from datatrove.utils.batching import batched
 
-from corpus.config import DripperArm
-from corpus.labelers import MAIN, BlockPage, get_labeler
+from corpus.extractors.dripper import DripperArm
+from corpus.extractors.trafilatura import trafilatura_step
+from corpus.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, get_labeler
 from corpus.markdown import html_to_markdown
 
 
@@ -71,58 +73,81 @@ def main_html_from_labels(map_html: str, labels: dict[int, str]) -> str:
     return decode_http_urls_only(element_to_html(root))
 
 
+@dataclass
+class DripperPage:
+    """One page on its way through simplify -> label -> map -> Markdown. `error` is the reason it
+    falls back to Trafilatura; once set, the later stages skip the page (mineru-html's case
+    object, errors as data)."""
+
+    doc: Document
+    simplified: str = ""
+    map_html: str = ""
+    item_ids: tuple[int, ...] = ()
+    labels: dict[int, str] | None = None
+    error: str | None = None
+
+    def simplify(self) -> None:
+        try:
+            self.simplified, self.map_html, self.item_ids = simplify_page(self.doc.text)
+        except Exception:
+            self.error = "simplify_error"
+            return
+        if not self.item_ids:
+            self.error = "no_blocks"
+            return
+        self.doc.metadata["n_blocks"] = len(self.item_ids)
+
+    def take_labels(self, result: PageLabels) -> None:
+        if result.ok:
+            self.labels = result.labels
+        else:
+            self.error = result.error
+
+    def convert(self, markdown: str) -> None:
+        """The main blocks mapped back onto the page, as Markdown, become the document's text."""
+        try:
+            main_html = main_html_from_labels(self.map_html, self.labels)
+            text = html_to_markdown(main_html, markdown, self.doc.metadata.get("url"))
+        except Exception:
+            self.error = "mapping_error"
+            return
+        self.doc.metadata["n_main_blocks"] = sum(1 for v in self.labels.values() if v == MAIN)
+        self.doc.metadata["extraction"] = "labels"
+        self.doc.text = text
+
+
 class DripperExtractor(PipelineStep):
     name = "💧 Dripper"
     type = "🛢 - EXTRAC"
 
-    def __init__(self, arm: DripperArm):
+    def __init__(self, arm: DripperArm, labeler: BlockLabeler | None = None):
         super().__init__()
-        self.arm = arm  # only config here: the labeler is built in the task's process
+        self.arm = arm
+        self.labeler = labeler  # None: the configured one, built in the task's process
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        from corpus.arms import trafilatura_step
-
-        labeler = get_labeler(self.arm.labeler)
+        labeler = self.labeler or get_labeler(self.arm.labeler)
         fallback = trafilatura_step(self.arm.fallback)
         with ExtractorSandbox(timeout=self.arm.fallback.timeout_s) as sandbox:
             for batch in batched(data, self.arm.batch_pages):
                 yield from self._extract_batch(batch, labeler, lambda html: sandbox.process_document(html, fallback.extract))
 
-    def _extract_batch(self, batch: list[Document], labeler, fallback_extract) -> Iterable[Document]:
-        prepared: dict[int, tuple[str, str, tuple[int, ...]]] = {}  # index -> (simplified, map_html, ids)
-        pending: dict[int, str] = {}  # index -> fallback reason
+    def _extract_batch(self, batch: list[Document], labeler: BlockLabeler, fallback_extract) -> Iterable[Document]:
+        pages = [DripperPage(doc) for doc in batch]
         with self.track_time("batch"):
-            for i, doc in enumerate(batch):
+            for page in pages:
                 self.stat_update("total")
-                try:
-                    simplified, map_html, ids = simplify_page(doc.text)
-                except Exception:
-                    pending[i] = "simplify_error"
-                    continue
-                if not ids:
-                    pending[i] = "no_blocks"
-                    continue
-                prepared[i] = (simplified, map_html, ids)
-                doc.metadata["n_blocks"] = len(ids)
-            order = sorted(prepared)
-            results = labeler.label([BlockPage(prepared[i][0], prepared[i][2]) for i in order])
-            for i, result in zip(order, results):
-                doc = batch[i]
-                if not result.ok:
-                    pending[i] = result.error
-                    continue
-                try:
-                    main_html = main_html_from_labels(prepared[i][1], result.labels)
-                    text = html_to_markdown(main_html, self.arm.markdown, doc.metadata.get("url"))
-                except Exception:
-                    pending[i] = "mapping_error"
-                    continue
-                doc.metadata["n_main_blocks"] = sum(1 for v in result.labels.values() if v == MAIN)
-                doc.metadata["extraction"] = "labels"
-                doc.text = text
-        for i, doc in enumerate(batch):
-            if i in pending:
-                doc = self._fall_back(doc, pending[i], fallback_extract)
+                page.simplify()
+            to_label = [page for page in pages if page.error is None]
+            results = labeler.label([BlockPage(page.simplified, page.item_ids) for page in to_label])
+            for page, result in zip(to_label, results):
+                page.take_labels(result)
+                if page.error is None:
+                    page.convert(self.arm.markdown)
+        for page in pages:
+            doc = page.doc
+            if page.error is not None:
+                doc = self._fall_back(doc, page.error, fallback_extract)
                 if doc is None:
                     continue
             elif not doc.text.strip():

@@ -1,28 +1,23 @@
 """The experiment config: one YAML per experiment, validated into pydantic models at load.
 
-Every later stage reads its settings from here; nothing reads environment variables or globals
-for experiment settings. `load_experiment(path)` raises `ConfigError` naming the file and the key.
+Every stage (corpus, pretrain, evaluation) reads its settings from here; nothing reads environment
+variables or globals for experiment settings. `load_experiment(path)` raises `ConfigError` naming
+the file and the key. The section of each extractor kind is defined with its kind
+(`corpus.extractors`); model shapes and their arithmetic are `configs.model`.
 """
 
 from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be used; the message names the file and the key."""
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+from configs.base import ConfigError, Resources, StrictModel
+from configs.model import ModelConfig, named_model
+from corpus.extractors import ArmConfig
 
 # ---------------------------------------------------------------- inputs
 
@@ -74,147 +69,21 @@ class InputsConfig(StrictModel):
         return self
 
 
-# ---------------------------------------------------------------- executor and resources
-
-
-class Resources(StrictModel):
-    """How many datatrove tasks an arm runs, and where.
-
-    `tasks` splits the input files; `workers` is how many run at once (local processes, or the
-    Slurm array's parallelism). The Slurm fields are ignored by the local executor.
-    """
-
-    tasks: int = Field(1, ge=1)
-    workers: int = Field(1, ge=1)
-    partition: str = "cpu"
-    cpus_per_task: int = Field(1, ge=1)
-    mem_per_cpu_gb: int = Field(2, ge=1)
-    gpus_per_task: int = Field(0, ge=0)
-    time: str = "04:00:00"
-    qos: str = "normal"
-
-
 class ExecutorConfig(StrictModel):
-    kind: Literal["local", "slurm"] = "local"
+    """How jobs are launched on Slurm. Whether they are is decided by how a script is started
+    (`sbatch slurm/<stage>.sh` submits, `bash slurm/<stage>.sh` runs here), not by this config."""
+
     # Slurm only: a command run before each task (e.g. `source .venv/bin/activate`).
     env_command: str | None = None
     job_name_prefix: str = "xsuite"
 
-
-# ---------------------------------------------------------------- arms
-
-
-class TrafilaturaOptions(StrictModel):
-    """Options of datatrove's Trafilatura step (its `deduplicate` cache is always off: it blanks
-    paragraphs already seen in earlier documents of the same process)."""
-
-    output_format: Literal["markdown", "txt"] = "markdown"
-    favour_precision: bool = True
-    include_tables: bool = True
-    timeout_s: float = Field(10.0, gt=0)
-
-
-def _require_model_folder(value: str, marker: str, hint: str) -> str:
-    if not (Path(value) / marker).is_file():
-        raise ValueError(f"{value!r} is not a model folder (no {marker}); {hint}")
-    return value
-
-
-def _check_local_model(value: str) -> str:
-    """A model given as a path ('/', './', '../') must be a Hugging Face folder; anything else is
-    a hub id, fetched by whoever loads it (a cluster job, never a test)."""
-    if value.startswith(("/", "./", "../")):
-        _require_model_folder(value, "config.json", "build or download it first")
-    return value
-
-
-class VllmLabelerConfig(StrictModel):
-    """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
-
-    kind: Literal["vllm"]
-    model: str = DEFAULT_DRIPPER_MODEL
-    max_context_tokens: int = Field(32768, ge=256)
-    max_output_tokens: int = Field(4096, ge=16)
-    # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
-    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
-    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
-    answer_margin_tokens: int = Field(64, ge=0)
-    prompt_version: str = "short_compact"
-    gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
-    dtype: str = "auto"
-    engine_kwargs: dict = Field(default_factory=dict)
-
-    _model_exists = field_validator("model")(_check_local_model)
-
-
-class EndpointLabelerConfig(StrictModel):
-    """The same requests sent to an OpenAI-compatible server someone already runs."""
-
-    kind: Literal["endpoint"]
-    url: str  # base URL, e.g. http://gpu-node:8000/v1
-    model: str = DEFAULT_DRIPPER_MODEL
-    api_key: str = "EMPTY"
-    max_context_tokens: int = Field(32768, ge=256)
-    max_output_tokens: int = Field(4096, ge=16)
-    # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
-    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
-    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
-    answer_margin_tokens: int = Field(64, ge=0)
-    prompt_version: str = "short_compact"
-    tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
-    concurrency: int = Field(16, ge=1)
-    timeout_s: float = Field(600.0, gt=0)
-    retries: int = Field(2, ge=0)
-
-
-class EncoderLabelerConfig(StrictModel):
-    """The project's small encoder (corpus/labelers/encoder.py) on CPU; train it with
-    `python -m corpus.labelers.train`."""
-
-    kind: Literal["encoder"]
-    model: str
-    batch_windows: int = Field(32, ge=1)
-
-    @field_validator("model")
+    @model_validator(mode="before")
     @classmethod
-    def _model_folder(cls, value: str) -> str:
-        return _require_model_folder(value, "block_labeler.json", "train one with python -m corpus.labelers.train")
-
-
-LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig, EncoderLabelerConfig], Field(discriminator="kind")]
-
-
-class TrafilaturaArm(StrictModel):
-    extractor: Literal["trafilatura"]
-    options: TrafilaturaOptions = TrafilaturaOptions()
-    resources: Resources = Resources()
-
-
-class DripperArm(StrictModel):
-    """mineru-html simplification -> block labels -> mapping back -> Markdown.
-
-    Pages the labeler cannot take (over the context, labeler or parse error) fall back to
-    Trafilatura with `fallback` options; every fallback is counted with its reason.
-    """
-
-    extractor: Literal["dripper"]
-    labeler: LabelerConfig
-    markdown: Literal["html2text", "mineru"] = "html2text"
-    batch_pages: int = Field(64, ge=1)
-    fallback: TrafilaturaOptions = TrafilaturaOptions()
-    resources: Resources = Resources()
-
-
-class BaselineArm(StrictModel):
-    """A baseline extractor (corpus/baselines.py); `html2text` is the whole page, no extraction."""
-
-    extractor: Literal["resiliparse", "readability", "justext", "html2text"]
-    timeout_s: float = Field(10.0, gt=0)
-    justext_language: str = "English"
-    resources: Resources = Resources()
-
-
-ArmConfig = Annotated[Union[TrafilaturaArm, DripperArm, BaselineArm], Field(discriminator="extractor")]
+    def _no_kind(cls, data):
+        if isinstance(data, dict) and "kind" in data:
+            raise ValueError("executor.kind is gone: `sbatch slurm/extract.sh` runs on Slurm, "
+                             "`bash slurm/extract.sh` on this machine; drop the key")
+        return data
 
 
 class ExtractionConfig(StrictModel):
@@ -226,6 +95,15 @@ class ExtractionConfig(StrictModel):
 
 
 # ---------------------------------------------------------------- post-processing
+
+# the labels of fastText lid.176 (ISO 639-1 where one exists, else 639-3 or Wikipedia codes)
+LID176_LABELS = frozenset(
+    "af als am an ar arz as ast av az azb ba bar bcl be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb co cs cv cy da "
+    "de diq dsb dty dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hif hr hsb ht hu hy ia id "
+    "ie ilo io is it ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn "
+    "mr mrj ms mt mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pfl pl pms pnb ps pt qu rm ro ru rue "
+    "sa sah sc scn sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vep vi vls vo "
+    "wa war wuu xal xmf yi yo yue zh".split())
 
 
 class ExactDedupOptions(StrictModel):
@@ -249,6 +127,21 @@ class LanguageOptions(StrictModel):
         if value is not None and not value.is_file():
             raise ValueError(f"no fastText model at {value}")
         return value
+
+    @model_validator(mode="after")
+    def _labels_of_the_backend(self) -> LanguageOptions:
+        if self.backend == "ft176":
+            unknown = [lang for lang in self.languages if lang not in LID176_LABELS]
+            hint = "lid.176 labels are ISO codes like en, de, zh"
+        else:
+            # GlotLID labels are ISO 639-3 + ISO 15924 script
+            unknown = [lang for lang in self.languages
+                       if not (len(lang) == 8 and lang[3] == "_" and lang[:3].isalpha() and lang[:3].islower()
+                               and lang[4:].isalpha() and lang[4].isupper() and lang[5:].islower())]
+            hint = "GlotLID labels look like eng_Latn, cmn_Hani"
+        if unknown:
+            raise ValueError(f"languages {unknown} are not labels of the {self.backend} model ({hint})")
+        return self
 
 
 class GopherQualityOptions(StrictModel):
@@ -302,7 +195,8 @@ class MinhashOptions(StrictModel):
 
 
 class PostprocessConfig(StrictModel):
-    """Applied, as one block, to every arm: there is no per-arm post-processing to get wrong."""
+    """Applied, as one block, to every arm: there is no per-arm post-processing to get wrong.
+    The steps and their order are `corpus.postprocess.POSTPROCESS_STEPS`."""
 
     exact_dedup: ExactDedupOptions = ExactDedupOptions()
     language: LanguageOptions = LanguageOptions()
@@ -332,9 +226,14 @@ class TokenizerConfig(StrictModel):
     seed: int = 0
 
     @model_validator(mode="after")
-    def _pretrained_needs_name(self) -> TokenizerConfig:
-        if self.kind == "pretrained" and not self.name_or_path:
-            raise ValueError("kind: pretrained needs name_or_path (a folder or a hub id)")
+    def _options_of_the_kind(self) -> TokenizerConfig:
+        if self.kind == "pretrained":
+            if not self.name_or_path:
+                raise ValueError("kind: pretrained needs name_or_path (a folder or a hub id)")
+            trained_only = sorted(self.model_fields_set & {"vocab_size", "sample_chars_per_arm", "seed"})
+            if trained_only:
+                raise ValueError(f"kind: pretrained uses the tokenizer as it is; {trained_only} only apply to "
+                                 "kind: sentencepiece: drop them")
         if self.kind == "sentencepiece" and self.name_or_path:
             raise ValueError("kind: sentencepiece trains its own tokenizer; drop name_or_path")
         if self.kind == "sentencepiece" and self.eos_token != "</s>":
@@ -351,64 +250,6 @@ class DatasetConfig(StrictModel):
 
 
 # ---------------------------------------------------------------- pretraining
-
-# Named model sizes: `pretrain: {model: tiny}` loads configs/models/tiny.yaml.
-MODELS_DIR = Path(__file__).resolve().parents[1] / "configs" / "models"
-
-
-class ModelConfig(StrictModel):
-    num_layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=8)
-    ffn_hidden_size: int = Field(ge=8)
-    num_attention_heads: int = Field(ge=1)
-    num_query_groups: int | None = None  # None: one per head (no GQA)
-    seq_length: int = Field(ge=8)
-    rope_base: int = 10000
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    tie_embeddings: bool = False
-    vocab_multiple: int = 128  # the embedding is padded to a multiple of this (tensor-core friendly)
-
-    @model_validator(mode="after")
-    def _shapes(self) -> ModelConfig:
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
-                             f"{self.num_attention_heads}")
-        if self.num_query_groups is not None and self.num_attention_heads % self.num_query_groups:
-            raise ValueError(f"num_attention_heads {self.num_attention_heads} is not divisible by num_query_groups "
-                             f"{self.num_query_groups}")
-        return self
-
-    @property
-    def kv_groups(self) -> int:
-        return self.num_query_groups or self.num_attention_heads
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
-
-    def padded_vocab(self, vocab_size: int) -> int:
-        return -(-vocab_size // self.vocab_multiple) * self.vocab_multiple
-
-    def parameters(self, vocab_size: int) -> dict[str, int]:
-        """Parameter counts: per layer, embeddings, total."""
-        h, kv = self.hidden_size, self.kv_groups * self.head_dim
-        attention = h * h + 2 * h * kv + h * h  # q, k and v, output
-        mlp = 3 * h * self.ffn_hidden_size  # gate, up, down
-        layer = attention + mlp + 2 * h  # two RMSNorm weights
-        vocab = self.padded_vocab(vocab_size)
-        embeddings = vocab * h * (1 if self.tie_embeddings else 2)
-        total = self.num_layers * layer + embeddings + h  # final norm
-        return {"per_layer": layer, "embeddings": embeddings, "total": total,
-                "non_embedding": total - embeddings}
-
-    def flops_per_token(self, vocab_size: int) -> float:
-        """Training FLOPs per token (forward + backward): 6 x the matmul parameters (every
-        parameter but the input embedding) + the attention scores, 12 x layers x hidden x seq
-        (PaLM's accounting, also Megatron's)."""
-        p = self.parameters(vocab_size)
-        matmul = p["non_embedding"] + self.padded_vocab(vocab_size) * self.hidden_size  # + output layer
-        return 6 * matmul + 12 * self.num_layers * self.hidden_size * self.seq_length
 
 
 class SlurmTraining(StrictModel):
@@ -447,13 +288,7 @@ class PretrainConfig(StrictModel):
     @field_validator("model", mode="before")
     @classmethod
     def _named_size(cls, value):
-        if isinstance(value, str):
-            path = MODELS_DIR / f"{value}.yaml"
-            if not path.is_file():
-                names = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
-                raise ValueError(f"no model size {value!r} (configs/models/ has {names})")
-            return yaml.safe_load(path.read_text())
-        return value
+        return named_model(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _batches(self) -> PretrainConfig:
@@ -461,6 +296,14 @@ class PretrainConfig(StrictModel):
             raise ValueError(f"global_batch_size {self.training.global_batch_size} is not a multiple of "
                              f"micro_batch_size {self.training.micro_batch_size}")
         return self
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.training.global_batch_size * self.model.seq_length
+
+    def tokens_at(self, step: int) -> int:
+        """Training tokens seen after `step` optimizer steps (the x axis of every curve)."""
+        return step * self.tokens_per_step
 
 
 # ---------------------------------------------------------------- evaluation
@@ -523,6 +366,12 @@ class ExperimentConfig(StrictModel):
         if self.pretrain is not None and self.dataset is None:
             raise ValueError("pretrain needs a dataset section (the token-matched datasets it trains on)")
         return self
+
+    def runs(self) -> list[tuple[str, int]]:
+        """Every (arm, seed) training run, in (arm, seed) order: the one list training,
+        evaluation and the report iterate over."""
+        seeds = self.pretrain.seeds if self.pretrain else []
+        return [(arm, seed) for arm in self.arms for seed in seeds]
 
     def arm_dir(self, arm: str) -> Path:
         return self.output_root / "extract" / arm

@@ -1,0 +1,77 @@
+"""Decoder shapes, and the parameter and FLOP arithmetic every stage (planning, training,
+benchmarks) reads from them. Named sizes live in `configs/models/<name>.yaml`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import Field, model_validator
+
+from configs.base import StrictModel
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+
+
+def named_model(name: str) -> dict:
+    """The shape of `configs/models/<name>.yaml`, as a dict to validate."""
+    path = MODELS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        names = sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+        raise ValueError(f"no model size {name!r} (configs/models/ has {names})")
+    return yaml.safe_load(path.read_text())
+
+
+class ModelConfig(StrictModel):
+    num_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=8)
+    ffn_hidden_size: int = Field(ge=8)
+    num_attention_heads: int = Field(ge=1)
+    num_query_groups: int | None = None  # None: one per head (no GQA)
+    seq_length: int = Field(ge=8)
+    rope_base: int = 10000
+    norm_eps: float = 1e-5
+    init_std: float = 0.02
+    tie_embeddings: bool = False
+    vocab_multiple: int = 128  # the embedding is padded to a multiple of this (tensor-core friendly)
+
+    @model_validator(mode="after")
+    def _shapes(self) -> ModelConfig:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
+                             f"{self.num_attention_heads}")
+        if self.num_query_groups is not None and self.num_attention_heads % self.num_query_groups:
+            raise ValueError(f"num_attention_heads {self.num_attention_heads} is not divisible by num_query_groups "
+                             f"{self.num_query_groups}")
+        return self
+
+    @property
+    def kv_groups(self) -> int:
+        return self.num_query_groups or self.num_attention_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def padded_vocab(self, vocab_size: int) -> int:
+        return -(-vocab_size // self.vocab_multiple) * self.vocab_multiple
+
+    def parameters(self, vocab_size: int) -> dict[str, int]:
+        """Parameter counts: per layer, embeddings, total."""
+        h, kv = self.hidden_size, self.kv_groups * self.head_dim
+        attention = h * h + 2 * h * kv + h * h  # q, k and v, output
+        mlp = 3 * h * self.ffn_hidden_size  # gate, up, down
+        layer = attention + mlp + 2 * h  # two RMSNorm weights
+        vocab = self.padded_vocab(vocab_size)
+        embeddings = vocab * h * (1 if self.tie_embeddings else 2)
+        total = self.num_layers * layer + embeddings + h  # final norm
+        return {"per_layer": layer, "embeddings": embeddings, "total": total,
+                "non_embedding": total - embeddings}
+
+    def flops_per_token(self, vocab_size: int) -> float:
+        """Training FLOPs per token (forward + backward): 6 x the matmul parameters (every
+        parameter but the input embedding) + the attention scores, 12 x layers x hidden x seq
+        (PaLM's accounting, also Megatron's)."""
+        p = self.parameters(vocab_size)
+        matmul = p["non_embedding"] + self.padded_vocab(vocab_size) * self.hidden_size  # + output layer
+        return 6 * matmul + 12 * self.num_layers * self.hidden_size * self.seq_length

@@ -1,0 +1,48 @@
+"""The registry of extractor kinds: every other module reads the kinds from here.
+
+A kind is one config class (a subclass of `ExtractorArm` with `extractor: Literal["<kind>"]`) that
+builds its datatrove step (`step()`) and reads that step's counters (`accounting()`). A new kind
+is one module with its config (and, where datatrove has no step for it, a module with the step),
+plus its line in `KINDS`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Union, get_args
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from corpus.extractors.base import ExtractorArm
+from corpus.extractors.baselines import JustextArm, ReadabilityArm, ResiliparseArm, WholePageArm
+from corpus.extractors.dripper import DripperArm
+from corpus.extractors.trafilatura import TrafilaturaArm
+
+KINDS: tuple[type[ExtractorArm], ...] = (
+    TrafilaturaArm, DripperArm, ResiliparseArm, ReadabilityArm, JustextArm, WholePageArm)
+
+ArmConfig = Annotated[Union[KINDS], Field(discriminator="extractor")]
+
+
+def kind_name(kind: type[ExtractorArm]) -> str:
+    return get_args(kind.model_fields["extractor"].annotation)[0]
+
+
+def default_arm(name: str) -> ExtractorArm:
+    """The arm of kind `name` with its default options."""
+    return TypeAdapter(ArmConfig).validate_python({"extractor": name})
+
+
+def standalone_kinds() -> list[str]:
+    """Kinds that run with no options (Dripper needs a labeler): what `--arms` takes by name."""
+    names = []
+    for kind in KINDS:
+        try:
+            default_arm(kind_name(kind))
+        except ValidationError:
+            continue
+        names.append(kind_name(kind))
+    return names
+
+
+__all__ = ["KINDS", "ArmConfig", "DripperArm", "ExtractorArm", "TrafilaturaArm", "default_arm", "kind_name",
+           "standalone_kinds"]

@@ -1,0 +1,35 @@
+"""What every extractor kind's config section is: an arm of the experiment that builds one
+datatrove step and knows how that step counts the records it did not extract."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+from configs.base import Resources, StrictModel
+
+
+class ExtractorArm(StrictModel):
+    """The config of one arm. A kind subclasses it with `extractor: Literal["<kind>"]` and its
+    options. Only config here: steps are built inside the task's process, where the heavy
+    libraries (datatrove, models) are imported."""
+
+    resources: Resources = Resources()
+
+    @abstractmethod
+    def step(self):
+        """The datatrove step that turns a page's HTML (`doc.text`) into its main content."""
+
+    @property
+    def one_local_process(self) -> bool:
+        """True where the step holds the whole machine (an in-process GPU engine): locally its
+        stage then runs one task at a time."""
+        return False
+
+    def accounting(self, counters: dict[str, int]) -> tuple[int, dict[str, int], dict[str, int]]:
+        """(extracted, fallbacks by reason, drops by reason) from the step's counters.
+
+        datatrove's extractors count `extracted` for every successful call, then `dropped` for the
+        empty results; `timeout`, `broken_process` and `clean_error` are failures."""
+        drops = {"empty": counters.get("dropped", 0), "timeout": counters.get("timeout", 0),
+                 "error": counters.get("broken_process", 0) + counters.get("clean_error", 0)}
+        return counters.get("extracted", 0) - drops["empty"], {}, {k: v for k, v in drops.items() if v}

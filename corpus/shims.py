@@ -1,0 +1,31 @@
+"""Every reach into a corpus dependency's private API, in one place, with the version that needs it.
+Check these first when upgrading datatrove or mineru-html.
+"""
+
+from __future__ import annotations
+
+
+# ---------------------------------------------------------------- datatrove 0.10.1
+
+
+def default_jsonl_record(writer, document) -> dict:
+    """JsonlWriter's own record of a document. datatrove 0.10.1 has no public way to extend the
+    default record from an adapter (`_default_adapter`)."""
+    return writer._default_adapter(document)
+
+
+def fasttext_model(path: str):
+    """A fastText model from a local file. datatrove 0.10.1's FastTextLID only loads its model from
+    the hub, and its `fasttext` module (fasttext-numpy2-wheel) exposes the loader as `_FastText`."""
+    from fasttext.FastText import _FastText
+
+    return _FastText(path)
+
+
+# ---------------------------------------------------------------- mineru-html 1.1.2
+
+
+def set_backend_engine(backend, engine) -> None:
+    """Give mineru-html's vLLM backend an engine it did not build: 1.1.2's `setup_llm()` keeps
+    `_llm` when set, and the backend has no public setter."""
+    backend._llm = engine
