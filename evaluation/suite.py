@@ -27,6 +27,13 @@ class Benchmark(BaseModel):
     score: Literal["acc", "acc_norm", "f1", "em"]
     chance: float = Field(ge=0, lt=1)
     shots: int = Field(0, ge=0)
+    items: list[int] = Field(min_length=1)  # documents of each task's scored split (hub version)
+
+    @model_validator(mode="after")
+    def _items_per_task(self) -> Benchmark:
+        if len(self.items) != len(self.tasks):
+            raise ValueError(f"{self.name}: one item count per task ({self.tasks}), got {self.items}")
+        return self
 
     def form(self, headline: str) -> list[str]:
         return self.cloze if headline == "cloze" and self.cloze else self.tasks

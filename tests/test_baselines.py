@@ -2,10 +2,10 @@ import pytest
 from conftest import make_config
 
 from corpus.extract import run_corpus
-from corpus.extractors import default_arm
+from corpus.extractors import default_arm, standalone_kinds
 from corpus.sample import generate_pages
 
-BASELINES = ["resiliparse", "readability", "justext", "html2text"]
+BASELINES = [kind for kind in standalone_kinds() if kind != "trafilatura"]  # every kind that needs no model
 
 
 @pytest.mark.parametrize("name", BASELINES)
