@@ -23,10 +23,12 @@ from corpus.extractors import ArmConfig
 
 
 class SampleInput(StrictModel):
-    """Generate the embedded sample WARC (corpus.sample) under the output root."""
+    """Generate the embedded sample WARC (corpus.sample) under the output root: `files` WARC
+    files of `pages` generated pages each (file i from seed `seed + i`)."""
 
     pages: int = Field(300, ge=1)
     seed: int = 0
+    files: int = Field(1, ge=1)
 
 
 class CommonCrawlInput(StrictModel):
@@ -335,6 +337,24 @@ class EvaluationConfig(StrictModel):
     slurm: EvaluationSlurm = EvaluationSlurm()
 
 
+# ---------------------------------------------------------------- planning
+
+
+class PlanConfig(StrictModel):
+    """`python -m corpus.plan`: the pilot's size, and the rates it assumes where neither the pilot
+    (on this hardware) nor a GPU preflight (`python -m bench.preflight`) measured them. Every
+    figure of a plan says which of the three it came from."""
+
+    pilot_files: int = Field(4, ge=2)  # input files the pilot extracts and post-processes
+    confidence: float = Field(0.95, gt=0, lt=1)  # of the interval on tokens per input file
+    # Dripper paper: 3.08 pages/s on one A100 (Qwen3-0.6B, vLLM)
+    labeler_pages_per_gpu_s: float = Field(3.08, gt=0)
+    # training throughput: MFU x peak / FLOPs per token; 40% of an H100's dense bf16 peak
+    gpu_peak_flops: float = Field(989e12, gt=0)
+    training_mfu: float = Field(0.40, gt=0, le=1)
+    evaluation_gpu_hours_per_checkpoint: float = Field(0.5, gt=0)  # the 13 benchmarks, full test sets
+
+
 # ---------------------------------------------------------------- experiment
 
 
@@ -350,6 +370,7 @@ class ExperimentConfig(StrictModel):
     dataset: DatasetConfig | None = None
     pretrain: PretrainConfig | None = None
     evaluation: EvaluationConfig | None = None
+    plan: PlanConfig = PlanConfig()
 
     @field_validator("arms")
     @classmethod
@@ -395,6 +416,10 @@ class ExperimentConfig(StrictModel):
 
     def eval_dir(self, arm: str, seed: int) -> Path:
         return self.output_root / "eval" / arm / f"seed{seed}"
+
+    def plan_dir(self) -> Path:
+        """The planner's pilot outputs and `plan.json`."""
+        return self.output_root / "plan"
 
     def run_dir(self, arm: str, seed: int) -> Path:
         """Checkpoints, logs and exported models of one (arm, seed) training run."""

@@ -9,7 +9,9 @@ record accounted for), `tokenizer/`, `post/<arm>/` (`output/` the post-processed
 `.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
 slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
 `--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
-for the stages it needs. `python -m corpus.ledger CONFIG` then accounts for every record.
+for the stages it needs. Where `python -m corpus.plan CONFIG` has written a plan, its per-file
+yields are checked against the config's inputs and budget first: a run projected to fall short is
+refused before any work, unless `--allow-short`. `python -m corpus.ledger CONFIG` then accounts for every record.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from corpus.budget import BudgetError
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.inputs import resolve_inputs
+from corpus.plan import check_plan
 from corpus.stages import UNTIL, corpus_stages, run_local, submit_slurm
 from corpus.summary import print_summaries, summarize_arm, write_summary
 
@@ -48,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until", choices=UNTIL, default="dataset",
                         help="last stage to run (default: as far as the config goes)")
     parser.add_argument("--arms", nargs="+", help="extract only these arms (and stop after extraction)")
+    parser.add_argument("--allow-short", action="store_true",
+                        help="run even if the latest plan (python -m corpus.plan) projects the inputs short of the budget")
     parser.add_argument("--executor", choices=["local", "slurm"], default="local",
                         help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
     args = parser.parse_args(argv)
@@ -56,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"--arms: {sorted(unknown)} not in {args.config} (arms: {sorted(config.arms)})", file=sys.stderr)
         return 2
+    if not args.arms and args.until == "dataset":
+        short = check_plan(config)
+        if short and not args.allow_short:
+            print(f"{args.config}: refused before any work: {short}. To run anyway: --allow-short", file=sys.stderr)
+            return 2
+        if short:
+            print(f"warning (--allow-short): {short}", file=sys.stderr)
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor)
     except BudgetError as e:

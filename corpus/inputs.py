@@ -31,6 +31,12 @@ def select_common_crawl(cc: CommonCrawlInput) -> list[str]:
     return selected
 
 
+def sample_files(files: int) -> list[str]:
+    """The generated sample's WARC paths: one file is `sample.warc.gz` (beside its gold.jsonl);
+    several are `<i>/sample.warc.gz`, each folder with its own gold.jsonl."""
+    return ["sample.warc.gz"] if files == 1 else [f"{i:05d}/sample.warc.gz" for i in range(files)]
+
+
 def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
     """(base folder or URL, paths file) for the readers; generates the sample if configured."""
     out = config.output_root / "inputs"
@@ -41,9 +47,11 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
         from corpus.sample import write_sample
 
         sample_dir = config.output_root / "sample"
-        if not (sample_dir / "sample.warc.gz").exists():
-            write_sample(sample_dir, inputs.sample.pages, inputs.sample.seed)
-        base, paths = str(sample_dir.resolve()), ["sample.warc.gz"]
+        paths = sample_files(inputs.sample.files)
+        for i, path in enumerate(paths):
+            if not (sample_dir / path).exists():
+                write_sample((sample_dir / path).parent, inputs.sample.pages, inputs.sample.seed + i)
+        base = str(sample_dir.resolve())
     elif inputs.common_crawl is not None:
         base, paths = inputs.common_crawl.base_url, select_common_crawl(inputs.common_crawl)
     else:

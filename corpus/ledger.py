@@ -60,15 +60,17 @@ def _tokens_out(step: dict, tokens_in: int | None) -> int | None:
     return int(value["total"]) if isinstance(value, dict) else 0
 
 
-def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
-    extraction = summarize_arm(config, arm)
+def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> dict:
+    """The arm's rows from extraction to the budget; with `task`, that task's share of every
+    per-document stage (the planner's pilot runs one task per input file)."""
+    extraction = summarize_arm(config, arm, task)
     rows = []
     if extraction.get("records") is not None:
         rows.append(_row(ROW_TITLES[EXTRACTION], extraction["records"], extraction["documents_out"],
                          extraction["dropped"], None, None)
                     | {"fallback": extraction["fallback"]})
     logs = config.post_dir(arm) / "logs"
-    stage_stats = {stage: merged_stats(logs / stage)[0] for stage in {s.stage for s in POSTPROCESS_STEPS}}
+    stage_stats = {stage: merged_stats(logs / stage, task)[0] for stage in {s.stage for s in POSTPROCESS_STEPS}}
     tokens = None
     if stage_stats[FILTER_STAGE] and config.tokenizer:  # counted right after the reader: the extracted documents
         tokens = counters(find_step(stage_stats[FILTER_STAGE], TokensCounter)).get("tokens", 0)
@@ -84,7 +86,7 @@ def arm_ledger(config: ExperimentConfig, arm: str) -> dict:
                          tokens, _tokens_out(counted_by, tokens)))
         tokens = rows[-1]["tokens_out"]
     manifest = manifest_path(config)
-    if manifest.is_file():
+    if manifest.is_file() and task is None:
         arm_manifest = json.loads(manifest.read_text())["arms"][arm]
         docs_in = arm_manifest["available_documents"]
         rows.append(_row(ROW_TITLES[BUDGET], docs_in, arm_manifest["documents"],

@@ -38,20 +38,23 @@ def find_step(steps: list[dict], step_class) -> dict:
     return matches[0]
 
 
-def merged_stats(logs_dir: Path) -> tuple[list[dict], int]:
-    """Sum the per-task stats files (written by every executor); returns (steps, task count)."""
+def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], int]:
+    """Sum the per-task stats files (written by every executor), or read only `task`'s;
+    returns (steps, task count)."""
     from datatrove.utils.stats import PipelineStats
 
-    files = sorted((logs_dir / "stats").glob("*.json"))
+    files = sorted((logs_dir / "stats").glob("*.json" if task is None else f"{task:05d}.json"))
     total = PipelineStats()
     for f in files:
         total = total + PipelineStats.from_json(json.loads(f.read_text()))
     return json.loads(total.to_json()), len(files)
 
 
-def summarize_arm(config: ExperimentConfig, arm_name: str) -> dict:
+def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
+    """The arm's extraction accounting, over every task or for one task (one input file when the
+    stage has a task per file, as the planner's pilot does)."""
     arm = config.arms[arm_name]
-    steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs")
+    steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs", task)
     if not steps:
         return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
                 "complete": False}

@@ -6,6 +6,8 @@
 #                                      datatrove job array that waits for the stages it needs
 #                                      (partition, GPUs, tasks, time from the config)
 # Re-running skips the tasks that finished (datatrove completion markers under each logs/).
+# With a plan (python -m corpus.plan CONFIG), a config projected to fall short of the token budget
+# is refused before any work; `... extract.sh CONFIG --allow-short` runs it anyway.
 #SBATCH --job-name=xsuite-extract
 #SBATCH --partition=cpu
 #SBATCH --cpus-per-task=1
@@ -17,4 +19,4 @@ CONFIG=${1:-configs/local.yaml}
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
 if [ -n "${SLURM_JOB_ID:-}" ]; then EXECUTOR=slurm; else EXECUTOR=local; fi
-exec python -m corpus.extract "$CONFIG" --executor "$EXECUTOR"
+exec python -m corpus.extract "$CONFIG" --executor "$EXECUTOR" "${@:2}"

@@ -13,6 +13,7 @@ fallback found nothing; dropped_fallback_timeout / dropped_fallback_error).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -139,7 +140,11 @@ class DripperExtractor(PipelineStep):
                 self.stat_update("total")
                 page.simplify()
             to_label = [page for page in pages if page.error is None]
+            started = time.perf_counter()
             results = labeler.label([BlockPage(page.simplified, page.item_ids) for page in to_label])
+            # what the planner prices: pages the labeler saw, and its own time (GPU time on a GPU)
+            self.stat_update("sent_to_labeler", value=len(to_label))
+            self.stat_update("labeler_ms", value=round(1000 * (time.perf_counter() - started)))
             for page, result in zip(to_label, results):
                 page.take_labels(result)
                 if page.error is None:

@@ -1,0 +1,87 @@
+"""The planner: a pilot of a few generated WARC files predicts the full run, and a config whose
+inputs fall short is refused by `plan` and by `slurm/extract.sh` unless overridden."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from configs.experiment import load_experiment
+from corpus.ledger import arm_ledger, rows_by_name
+from corpus.plan import check_plan, main as plan_main, verdict, yield_interval
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def experiment(root: Path, tokens_per_arm: int) -> dict:
+    return {
+        "name": "plan-test", "output_root": str(root), "inputs": {"sample": {"pages": 40, "seed": 0, "files": 6}},
+        "arms": {"trafilatura": {"extractor": "trafilatura"}, "resiliparse": {"extractor": "resiliparse"}},
+        "postprocess": {"gopher_quality": {"max_non_alpha_words_ratio": 0.7}, "minhash": {"num_buckets": 4},
+                        "safety": {"banned_domains": ["blocked.example.com"]}},
+        "tokenizer": {"kind": "sentencepiece", "vocab_size": 1000, "sample_chars_per_arm": 50_000},
+        "dataset": {"tokens_per_arm": tokens_per_arm},
+        "pretrain": {"model": "tiny", "seeds": [1, 2],
+                     "training": {"global_batch_size": 2, "micro_batch_size": 1, "checkpoint_every": 20}},
+        "evaluation": {"tasks": "offline"},
+        "plan": {"pilot_files": 3},
+    }
+
+
+def write(path: Path, raw: dict) -> Path:
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_the_sample_generator_writes_several_warc_files(tmp_path):
+    from corpus.inputs import resolve_inputs
+
+    config = load_experiment(write(tmp_path / "exp.yaml", experiment(tmp_path / "out", 1000)))
+    base, paths_file = resolve_inputs(config)
+    paths = paths_file.read_text().split()
+    assert len(paths) == 6 and all((Path(base) / p).is_file() for p in paths)
+    assert all((Path(base) / p).with_name("gold.jsonl").is_file() for p in paths)
+    assert len({(Path(base) / p).read_bytes() for p in paths}) == 6  # each file its own seed
+
+
+def test_the_verdict_needs_the_interval_lower_bound_to_reach_the_budget():
+    y = yield_interval([900, 1000, 1100], 0.95)  # mean 1000, sd 100, t(0.975, 2) = 4.303
+    assert y["low"] == pytest.approx(1000 - 4.302653 * 100 / 3 ** 0.5, rel=1e-6)
+    ok = verdict({"a": y}, input_files=20, budget=10_000)
+    assert not ok["short"] and ok["files_needed"] == 14  # ceil(10,000 / 751.6)
+    short = verdict({"a": y, "b": y | {"low": 100.0}}, input_files=20, budget=10_000, snapshots=4)
+    assert short["short"] and short["binding_arm"] == "b" and short["files_needed"] == 100
+    assert short["files_needed_per_snapshot"] == 25
+
+
+@pytest.mark.slow
+def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
+    root = tmp_path / "out"
+    config_path = write(tmp_path / "exp.yaml", experiment(root, 20_000))
+    assert plan_main([str(config_path)]) == 0
+    plan = json.loads((root / "plan" / "plan.json").read_text())
+    assert len(plan["pilot"]["files"]) == 3 and all(f["balanced"] for a in plan["pilot"]["arms"].values() for f in a["files"])
+    assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot"}
+    assert plan["costs"]["totals"]["gpu_hours"] > 0 and plan["power"]["mdd"]["average"] > 0
+
+    # the same inputs against a budget they cannot reach: plan exits 1, extract refuses
+    short_path = write(tmp_path / "short.yaml", experiment(root, 5_000_000))
+    assert plan_main([str(short_path)]) == 1
+    message = check_plan(load_experiment(short_path))
+    assert "short of dataset.tokens_per_arm = 5,000,000" in message and "files" in message
+    refused = subprocess.run(["bash", "slurm/extract.sh", str(short_path)], cwd=REPO, capture_output=True, text=True)
+    assert refused.returncode == 2 and "refused before any work" in refused.stderr and "--allow-short" in refused.stderr
+    assert not (root / "extract").exists()
+
+    # the override runs the whole flow; it stops, correctly, at the budget: the post-processed
+    # tokens of every arm fall inside the plan's projected interval
+    allowed = subprocess.run(["bash", "slurm/extract.sh", str(short_path), "--allow-short"], cwd=REPO,
+                             capture_output=True, text=True)
+    assert allowed.returncode == 2 and "lower dataset.tokens_per_arm" in allowed.stderr, allowed.stderr[-2000:]
+    config = load_experiment(short_path)
+    for arm in config.arms:
+        tokens = rows_by_name(arm_ledger(config, arm))["minhash"]["tokens_out"]
+        projected = plan["verdict"]["arms"][arm]["projected_tokens"]
+        assert projected["low"] <= tokens <= projected["high"], (arm, tokens, projected)
