@@ -178,6 +178,10 @@ class SafetyOptions(StrictModel):
     url_blocklists: bool = True
     banned_domains: list[str] = []
     keyword_blocklist: Path | None = None
+    # The URL filter depends on the record alone: run it before extraction (true), so that no
+    # extractor (no GPU) spends time on pages removed anyway, or in post-processing after exact
+    # dedup and language id (false). The documents out are the same either way (tested).
+    before_extraction: bool = True
 
     @field_validator("keyword_blocklist")
     @classmethod

@@ -24,7 +24,7 @@ from datatrove.pipeline.tokens import TokensCounter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.budget import manifest_path
-from corpus.postprocess import FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
+from corpus.postprocess import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
 from corpus.summary import counters, find_step, merged_stats, summarize_arm
 
 # The ledger's rows by name (post-processing rows are named as their steps) and their titles.
@@ -76,7 +76,10 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
         tokens = counters(find_step(stage_stats[FILTER_STAGE], TokensCounter)).get("tokens", 0)
         if rows:
             rows[-1]["tokens_out"] = tokens
+    post = config.postprocess
     for step in enabled_steps(config):
+        if step.stage_for(post) == EXTRACT_STAGE:  # counted in the extraction row (summary.py)
+            continue
         steps = stage_stats[step.stage]
         if not steps:
             continue
@@ -96,7 +99,8 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
                   and (None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"])
                   for a, b in zip(rows, rows[1:]))
     return {"arm": arm, "rows": rows, "chained": chained,
-            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)}
+            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False),
+            "not_extracted": extraction.get("not_extracted")}
 
 
 def _ids(paths: list[Path]) -> set[str]:
@@ -150,6 +154,8 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
     for stage in stages:
         table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
     table.add_row("every record accounted for", *("yes" if ledger["balanced"] else "NO" for ledger in ledgers))
+    table.add_row("pages no extractor saw", *(f"{ledger['not_extracted']:,}" if ledger["not_extracted"] is not None else "-"
+                                             for ledger in ledgers))
     console.print(table)
     for level, pairs in overlaps.items():
         for pair in pairs:

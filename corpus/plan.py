@@ -32,10 +32,12 @@ duplicates span files.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -103,7 +105,14 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
     from corpus.summary import counters, find_step, merged_stats
 
     pilot = pilot_config(config, len(files))
+    # a pilot of the same arms, steps and files is reused (datatrove skips its finished tasks);
+    # any other is started afresh, so a plan never mixes measurements of two configs
+    key = hashlib.sha256((pilot.model_dump_json() + "\n".join(files)).encode()).hexdigest()
+    key_file = pilot.output_root / "pilot.sha256"
+    if pilot.output_root.exists() and (not key_file.is_file() or key_file.read_text() != key):
+        shutil.rmtree(pilot.output_root)
     pilot.output_root.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(key)
     paths_file = pilot.output_root / "warc_paths.txt"
     paths_file.write_text("\n".join(files) + "\n")
     stages = corpus_stages(pilot, base, paths_file, until="postprocess")
@@ -123,6 +132,7 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
                 "file": path, "records": rows[0]["documents_in"], "sent_to_labeler": extractor.get("sent_to_labeler", 0),
                 "labeler_seconds": extractor.get("labeler_ms", 0) / 1000,
                 "stages": [{k: r[k] for k in ("stage", "documents_out", "tokens_out")} for r in rows],
+                "not_extracted": ledger["not_extracted"],  # record guard + record-level filters
                 "documents": rows[-1]["documents_out"], "tokens": rows[-1]["tokens_out"] or 0,
                 "balanced": ledger["balanced"]})
         post_dir = pilot.post_dir(name)
@@ -399,6 +409,11 @@ def print_plan(plan: dict) -> None:
     t = plan["costs"]["totals"]
     c.add_row("total", "", _hours(t["cpu_hours"]), _hours(t["gpu_hours"]), "", _bytes(t["bytes"]), "")
     console.print(c)
+    for arm, measured in plan["pilot"]["arms"].items():
+        records = sum(f["records"] for f in measured["files"])
+        saved = sum(f["not_extracted"] for f in measured["files"])
+        console.print(f"{arm}: {saved:,} of {records:,} pilot records ({saved / max(records, 1):.1%}) never reach the "
+                      "extractor (record guard, URL blocklist before extraction)")
     print_power(plan["power"])
     console.print(f"caveat: {plan['caveat']}")
     console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))

@@ -6,7 +6,8 @@
 Each step's name is the folder of what it removes (`<output_root>/post/<arm>/removed/<name>/`,
 every document with its `filter_reason`), its key in the ledger, and how the report finds it.
 The stages that run the steps (corpus.stages), the ledger's rows (corpus.ledger) and the report's
-columns are built from `POSTPROCESS_STEPS`; a new filter is one entry here, its options in
+columns are built from `POSTPROCESS_STEPS`. Record-level steps (the URL blocklist) run before
+extraction, in every arm's extraction stage, unless `postprocess.safety.before_extraction: false`; a new filter is one entry here, its options in
 `configs.experiment.PostprocessConfig` and, where datatrove has none, its class (corpus.filters).
 """
 
@@ -25,6 +26,7 @@ from corpus.exact_dedup import Sha256DedupFilter
 from corpus.filters import KeywordFilter, LocalLanguageFilter, OfflineURLFilter, default_lid_model
 from corpus.shims import default_jsonl_record
 
+EXTRACT_STAGE = "extract"  # record-level steps run there, before the extractor
 FILTER_STAGE = "filter"  # the stage that runs the document filters one after the other
 MINHASH_FILTER_STAGE = "minhash-filter"
 
@@ -41,6 +43,11 @@ class PostprocessStep:
     reason: str | None = None
     # the step that counts the tokens of what it lets through, where it does not itself (MinHash)
     tokens_class: type | None = None
+    # depends on the record (URL), not on the extracted text: may run before extraction
+    record_level: bool = False
+
+    def stage_for(self, post: PostprocessConfig) -> str:
+        return EXTRACT_STAGE if self.record_level and post.safety.before_extraction else self.stage
 
     def removed_writer(self, config: ExperimentConfig, arm: str) -> JsonlWriter:
         adapter = partial(with_reason, self.reason) if self.reason else None
@@ -99,7 +106,7 @@ POSTPROCESS_STEPS: tuple[PostprocessStep, ...] = (
     PostprocessStep("language", "language id", FILTER_STAGE, LocalLanguageFilter, _language),
     PostprocessStep("gopher_quality", "Gopher quality", FILTER_STAGE, GopherQualityFilter, _gopher_quality),
     PostprocessStep("gopher_repetition", "Gopher repetition", FILTER_STAGE, GopherRepetitionFilter, _gopher_repetition),
-    PostprocessStep("url_blocklist", "URL blocklist", FILTER_STAGE, OfflineURLFilter, _url_blocklist),
+    PostprocessStep("url_blocklist", "URL blocklist", FILTER_STAGE, OfflineURLFilter, _url_blocklist, record_level=True),
     PostprocessStep("keyword_blocklist", "keyword blocklist", FILTER_STAGE, KeywordFilter, _keyword_blocklist,
                     enabled=lambda post: post.safety.keyword_blocklist is not None),
     PostprocessStep("minhash", "MinHash dedup", MINHASH_FILTER_STAGE, MinhashDedupFilter, _minhash,
@@ -109,7 +116,21 @@ POSTPROCESS_STEPS: tuple[PostprocessStep, ...] = (
 
 def enabled_steps(config: ExperimentConfig, stage: str | None = None) -> list[PostprocessStep]:
     """The steps this config runs, in order (those of one stage if `stage` is given)."""
-    return [s for s in POSTPROCESS_STEPS if s.enabled(config.postprocess) and stage in (None, s.stage)]
+    post = config.postprocess
+    return [s for s in POSTPROCESS_STEPS if s.enabled(post) and stage in (None, s.stage_for(post))]
+
+
+def record_filters(config: ExperimentConfig, arm: str) -> list:
+    """The record-level steps that run before the extractor: identical for every arm, so no
+    arm's extractor sees a page they remove."""
+    return [s.step(config, arm) for s in enabled_steps(config, EXTRACT_STAGE)]
+
+
+def passes_record_filters(config: ExperimentConfig):
+    """A predicate over documents: True where every record-level step keeps it (for samples
+    drawn from extracted documents, so they do not depend on where those steps ran)."""
+    steps = [s.build(config, None, None) for s in POSTPROCESS_STEPS if s.record_level and s.enabled(config.postprocess)]
+    return lambda doc: all(step.filter(doc) is True for step in steps)
 
 
 def filter_steps(config: ExperimentConfig, arm: str) -> list:

@@ -28,7 +28,7 @@ from configs.base import Resources
 from configs.experiment import ExperimentConfig
 from corpus.budget import TokenBudget
 from corpus.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
-from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps
+from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps, record_filters
 from corpus.records import AccountedWarcReader, RecordGuard
 from corpus.tokenizer import SharedTokenizer
 
@@ -71,11 +71,13 @@ class RecordIdWriter(JsonlWriter):
 
 
 def extraction_pipeline(config: ExperimentConfig, arm_name: str, base: str, paths_file: Path) -> list:
-    """Every arm: the same reader over the same WARC files, the same record guard, then the arm's
-    extractor, then a JSONL writer. What differs between arms is the extractor step alone."""
+    """Every arm: the same reader over the same WARC files, the same record guard and record-level
+    filters (URL blocklist), then the arm's extractor, then a JSONL writer. What differs between
+    arms is the extractor step alone."""
     return [
         AccountedWarcReader(base, paths_file=str(paths_file), doc_progress=True),
         RecordGuard(config.extraction.max_html_bytes, config.extraction.max_control_char_ratio),
+        *record_filters(config, arm_name),
         config.arms[arm_name].step(),
         JsonlWriter(str(config.arm_dir(arm_name) / "output"), output_filename="${rank}.jsonl.gz"),
     ]

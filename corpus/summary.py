@@ -17,6 +17,7 @@ from pathlib import Path
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.postprocess import EXTRACT_STAGE, enabled_steps
 from corpus.records import AccountedWarcReader, RecordGuard
 
 
@@ -62,8 +63,10 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
     reader, guard, extractor, writer = (counters(find_step(steps, AccountedWarcReader)), counters(find_step(steps, RecordGuard)),
                                         counters(extractor_stats), counters(find_step(steps, JsonlWriter)))
     guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
+    # record-level post-processing steps that ran before the extractor, by step name
+    before = {s.name: counters(find_step(steps, s.step_class)).get("dropped", 0) for s in enabled_steps(config, EXTRACT_STAGE)}
     extracted, fallbacks, extractor_drops = arm.accounting(extractor)
-    dropped = dict(guard_drops)
+    dropped = guard_drops | {name: n for name, n in before.items() if n}
     for reason, n in extractor_drops.items():
         dropped[reason] = dropped.get(reason, 0) + n
     records = reader.get("response_records", 0)
@@ -84,6 +87,8 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
         "balanced": records == extracted + sum(fallbacks.values()) + sum(dropped.values())
         and docs_out == extracted + sum(fallbacks.values()),
         "skipped_records": {k: v for k, v in reader.items() if k.startswith("skipped_")},
+        # pages no extractor saw: dropped by the record guard or a record-level filter
+        "not_extracted": sum(guard_drops.values()) + sum(before.values()),
     }
 
 

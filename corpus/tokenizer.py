@@ -7,7 +7,8 @@ datatrove's token steps read, and which the exported checkpoints carry):
 - `pretrained`: the given folder or hub id, saved as is;
 - `sentencepiece`: a byte-fallback BPE model trained on the same number of characters from
   every arm's extracted documents (documents taken in a seeded order; the sample of each arm is
-  cut to the size of the smallest, so no arm weighs more in the vocabulary).
+  cut to the size of the smallest, so no arm weighs more in the vocabulary), leaving out pages a
+  record-level filter (URL blocklist) removes.
 """
 
 from __future__ import annotations
@@ -18,23 +19,28 @@ import json
 import random
 from pathlib import Path
 
-from datatrove.data import DocumentsPipeline
+from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 from configs.experiment import ExperimentConfig, TokenizerConfig
+from corpus.postprocess import passes_record_filters
 
 def tokenizer_sha256(folder: Path) -> str:
     return hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
 
 
-def arm_documents(output_dir: Path, seed: int):
-    """One arm's extracted texts in a seeded order: files shuffled, documents in file order."""
+def arm_documents(output_dir: Path, seed: int, keep):
+    """One arm's extracted texts in a seeded order (files shuffled, documents in file order), of
+    the documents `keep` accepts."""
     files = sorted(output_dir.glob("*.jsonl.gz"))
     random.Random(seed).shuffle(files)
     for path in files:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
-                yield json.loads(line)["text"]
+                record = json.loads(line)
+                doc = Document(text=record["text"], id=record["id"], metadata=record.get("metadata", {}))
+                if keep(doc):
+                    yield doc.text
 
 
 def take_chars(texts, chars: int) -> list[str]:
@@ -87,7 +93,10 @@ class SharedTokenizer(PipelineStep):
 
                 AutoTokenizer.from_pretrained(options.name_or_path).save_pretrained(str(out))
             else:
-                per_arm = {arm: take_chars(arm_documents(self.config.arm_dir(arm) / "output", options.seed),
+                # the sample leaves out what record-level filters remove, wherever they run, so the
+                # tokenizer does not depend on that choice
+                keep = passes_record_filters(self.config)
+                per_arm = {arm: take_chars(arm_documents(self.config.arm_dir(arm) / "output", options.seed, keep),
                                            options.sample_chars_per_arm) for arm in self.config.arms}
                 size = min(sum(map(len, texts)) for texts in per_arm.values())
                 sample = []

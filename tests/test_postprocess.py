@@ -64,7 +64,9 @@ def post_config(tmp_path, sample_dir, tokens_per_arm=3000, **post) -> Experiment
     blocklist.write_text("# banned\nforbidden phrase\n")
     return make_config(tmp_path / "out", sample_dir / "sample.warc.gz", ARMS, postprocess={
         "exact_dedup": {"finder_tasks": 2},
-        "safety": {"banned_domains": ["blocked.example.com"], "keyword_blocklist": str(blocklist)},
+        # the extraction output is hand-made here, so the URL filter runs in post-processing
+        "safety": {"banned_domains": ["blocked.example.com"], "keyword_blocklist": str(blocklist),
+                   "before_extraction": False},
         "minhash": {"num_buckets": 4, "hashes_per_bucket": 4},
         "resources": {"tasks": 2, "workers": 1}, **post,
     }, tokenizer={"kind": "sentencepiece", "vocab_size": 600, "sample_chars_per_arm": 20000},
