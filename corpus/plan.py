@@ -336,7 +336,11 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     yields = {a: measured.get(a, measured[lowest] | {"assumed_as": lowest}) for a in config.arms}
     cc = config.inputs.common_crawl
     v = verdict(yields, len(paths), config.dataset.tokens_per_arm, len(cc.snapshots) if cc else None)
-    return {"experiment": config.name, "config": str(config_path), "pilot": pilot, "preflight": str(preflight_path) if preflight else None,
+    used = bool(preflight and preflight.get("gpu"))
+    preflight_entry = None if preflight is None else {
+        "path": str(preflight_path), "gpu": preflight.get("gpu"), "used": used,
+        "why": "GPU rates from it" if used else "it ran on a CPU: code paths only, its speeds are not GPU rates"}
+    return {"experiment": config.name, "config": str(config_path), "pilot": pilot, "preflight": preflight_entry,
             "rates": r, "yield_per_file": yields, "confidence": config.plan.confidence, "verdict": v,
             "costs": costs(config, pilot, r, len(paths), vocab), "power": power_report(config),
             "caveat": "deduplication removes more at full scale than within the pilot's files: "

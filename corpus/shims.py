@@ -29,3 +29,12 @@ def set_backend_engine(backend, engine) -> None:
     """Give mineru-html's vLLM backend an engine it did not build: 1.1.2's `setup_llm()` keeps
     `_llm` when set, and the backend has no public setter."""
     backend._llm = engine
+
+
+def shut_down_engine(labeler) -> None:
+    """Stop the vLLM engine behind a mineru-html backend labeler (its engine-core process, and
+    with it the GPU memory): mineru-html 1.1.2 keeps the engine in `backend._llm`, and vLLM 0.32's
+    `LLM` has no public close; its engine client's `shutdown()` is what `LLM.__del__` would reach."""
+    engine = getattr(labeler.backend, "_llm", None)
+    if engine is not None and hasattr(engine, "llm_engine"):
+        engine.llm_engine.engine_core.shutdown()

@@ -1,0 +1,380 @@
+"""GPU preflight: can this node run the configured experiment, and how fast? Ten minutes at most.
+
+    python -m bench.preflight CONFIG [--pages N] [--page-file PAGES.jsonl.gz] [--steps 20]
+    sbatch slurm/preflight.sh CONFIG            (one GPU node)
+
+1. Environment, one pass/fail line each with what to do: CUDA and the GPU, Transformer Engine,
+   the vLLM build, every labeler model and tokenizer (local folder or Hugging Face cache), the
+   evaluation datasets (cached, or generated offline).
+2. The labeler: the configured Dripper model in vLLM on `--pages` pages (from `--page-file`, the
+   shared annotated sets, or generated pages): pages/s per GPU, prompt and answer tokens per page,
+   fallbacks.
+3. Training: `--steps` steps of the configured model (Transformer Engine's layer spec where it
+   imports, megatron's distributed optimizer on GPU) on random tokens; a run stopped at half way
+   and resumed from its checkpoint must log the same losses as the uninterrupted one; the last
+   checkpoint's Hugging Face export must give Megatron's logits; one lm-eval task runs on it.
+   Tokens/s per GPU and MFU.
+
+Writes `<output_root>/preflight/preflight.json`, which `python -m corpus.plan` reads for the GPU
+rates. On a machine without a GPU the same code runs with the tiny model shape and a random
+labeler model of the Dripper architecture (corpus.labelers.random_model): every path is
+exercised, the speeds mean nothing, and the plan does not use them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.extractors import DripperArm
+
+TINY_BATCH = {"global_batch_size": 4, "micro_batch_size": 2}
+
+
+def check(name: str, ok: bool, detail: str, fix: str = "") -> dict:
+    return {"check": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
+
+
+def model_available(name_or_path: str) -> tuple[bool, str]:
+    """A local folder, or a hub id already in the Hugging Face cache."""
+    if Path(name_or_path).is_dir():
+        return (Path(name_or_path) / "config.json").is_file(), f"folder {name_or_path}"
+    from huggingface_hub import snapshot_download
+
+    try:
+        return True, f"cached at {snapshot_download(name_or_path, local_files_only=True)}"
+    except Exception as e:  # not in the cache (or no such repo): the message says which
+        return False, f"{name_or_path}: {type(e).__name__}"
+
+
+def environment(config: ExperimentConfig) -> list[dict]:
+    import torch
+
+    checks = []
+    cuda = torch.cuda.is_available()
+    checks.append(check("CUDA", cuda, torch.cuda.get_device_name(0) if cuda else f"torch {torch.__version__}, no GPU",
+                        "run on a GPU node (sbatch slurm/preflight.sh); on CPU only the code paths are checked"))
+    try:
+        import transformer_engine
+
+        checks.append(check("Transformer Engine", True, getattr(transformer_engine, "__version__", "imported")))
+    except ImportError as e:
+        checks.append(check("Transformer Engine", False, str(e),
+                            "pip install transformer-engine[pytorch] (else the slower local layer spec is used)"))
+    try:
+        import vllm
+
+        checks.append(check("vLLM", True, vllm.__version__))
+    except ImportError as e:
+        checks.append(check("vLLM", False, str(e), "make setup VLLM=gpu"))
+    for name, arm in config.arms.items():
+        if isinstance(arm, DripperArm) and arm.labeler.kind != "encoder":
+            ok, detail = model_available(arm.labeler.model)
+            checks.append(check(f"labeler model ({name})", ok, detail,
+                                f"huggingface-cli download {arm.labeler.model} (on a node with network)"))
+    if config.evaluation:
+        if config.evaluation.tasks == "offline":
+            checks.append(check("evaluation data", True, "offline: generated in each task's schema"))
+        else:
+            checks += evaluation_data_checks()
+    return checks
+
+
+def evaluation_data_checks() -> list[dict]:
+    """Every dataset the suite's tasks read, in the Hugging Face datasets cache."""
+    import lm_eval
+    from huggingface_hub import scan_cache_dir
+
+    from evaluation.offline_tasks import OFFLINE
+    from evaluation.shims import builtin_task_yaml
+
+    try:
+        cached = {repo.repo_id for repo in scan_cache_dir().repos if repo.repo_type == "dataset"}
+    except Exception:  # no cache folder yet
+        cached = set()
+    builtin = Path(lm_eval.__file__).parent / "tasks"
+    checks = []
+    for task, (source, _) in OFFLINE.items():
+        path = builtin / source if not Path(source).is_absolute() else Path(source)
+        dataset = builtin_task_yaml(path).get("dataset_path")
+        checks.append(check(f"evaluation data ({task})", dataset in cached, f"{dataset}",
+                            f"download {dataset} into the Hugging Face cache, or set evaluation.tasks: offline"))
+    return checks
+
+
+# ---------------------------------------------------------------- the labeler
+
+
+def preflight_pages(count: int, page_file: Path | None, real_pages: bool) -> list[str]:
+    """HTML of `count` pages: a page file, the shared annotated sets (where `real_pages`), or
+    generated pages (short enough for the CPU run's small random model)."""
+    from evaluation.pages import SHARED_PAGE_SETS, load_pages
+
+    files = [page_file] if page_file else sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")) if real_pages else []
+    html = [p.html for f in files for p in load_pages(f, count)][:count]
+    if len(html) < count:
+        from corpus.sample import generate_pages
+
+        html += [p.html for p in generate_pages(count - len(html), seed=7)]
+    return html
+
+
+def measure_labeler(labeler_config, pages: list[str]) -> dict:
+    from mineru_html.process.build_prompt import get_full_prompt
+    from transformers import AutoTokenizer
+
+    from corpus.extractors.dripper_step import simplify_page
+    from corpus.labelers import BlockPage
+    from corpus.shims import shut_down_engine
+
+    blocks = []
+    for html in pages:
+        try:
+            simplified, _, ids = simplify_page(html)
+        except Exception:  # counted as a fallback, as the arm does
+            continue
+        if ids:
+            blocks.append(BlockPage(simplified, ids))
+    started = time.perf_counter()
+    labeler = labeler_config.build()
+    engine_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    results = labeler.label(blocks)
+    seconds = time.perf_counter() - started
+    tokenizer = AutoTokenizer.from_pretrained(getattr(labeler_config, "tokenizer", None) or labeler_config.model)
+    prompt = [len(tokenizer(get_full_prompt(b.simplified_html, labeler_config.prompt_version)).input_ids) for b in blocks]
+    answers = [len(tokenizer("<answer>" + "".join(f"{i}{v}" for i, v in r.labels.items()) + "</answer>").input_ids)
+               for r in results if r.ok]
+    shut_down_engine(labeler)
+    errors: dict[str, int] = {}
+    for r in results:
+        if not r.ok:
+            errors[r.error] = errors.get(r.error, 0) + 1
+    return {"pages": len(pages), "sent": len(blocks), "labelled": sum(r.ok for r in results), "seconds": seconds,
+            "engine_start_seconds": engine_seconds, "pages_per_s_per_gpu": len(blocks) / seconds if seconds else None,
+            "prompt_tokens_per_page": statistics.fmean(prompt) if prompt else None,
+            "answer_tokens_per_page": statistics.fmean(answers) if answers else None,
+            "fallbacks": errors | {"not_simplified": len(pages) - len(blocks)}}
+
+
+def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
+    """The configured GPU labeler; on CPU a random model of the same architecture in vLLM."""
+    arm = next((a for a in config.arms.values() if isinstance(a, DripperArm) and a.labeler.kind == "vllm"), None)
+    if arm is None:
+        return None
+    if cuda:
+        return arm.labeler
+    from corpus.labelers.config import VllmLabelerConfig
+    from corpus.labelers.random_model import build_random_model
+
+    model = build_random_model(out / "random-labeler", seed=0, max_positions=4096)
+    # the random model spells its answer one character per token: room for that
+    return VllmLabelerConfig(kind="vllm", model=str(model), max_context_tokens=2048, max_output_tokens=1024,
+                             answer_margin_tokens=512, gpu_memory_utilization=0.3)
+
+
+# ---------------------------------------------------------------- training, export, lm-eval
+
+
+def scratch_experiment(config: ExperimentConfig, out: Path, steps: int, cuda: bool) -> ExperimentConfig:
+    """Two arms on the same random tokens (one run whole, one stopped and resumed), the configured
+    model and batch on a GPU, the tiny ones on CPU; a tokenizer trained on generated prose."""
+    from configs.model import named_model
+
+    pretrain = config.pretrain
+    model = pretrain.model.model_dump() if cuda else named_model("tiny")
+    training = pretrain.training.model_dump() | ({} if cuda else TINY_BATCH) | {
+        "checkpoint_every": steps // 2, "log_every": 1, "warmup_fraction": 0.1}
+    tokens = steps * training["global_batch_size"] * model["seq_length"] + 1
+    return ExperimentConfig.model_validate({
+        "name": f"{config.name}-preflight", "output_root": str(out), "inputs": {"sample": {}},
+        "arms": {"whole": {"extractor": "trafilatura"}, "resumed": {"extractor": "trafilatura"}},
+        "tokenizer": {"kind": "sentencepiece", "vocab_size": 2000, "sample_chars_per_arm": 100_000},
+        "dataset": {"tokens_per_arm": tokens},
+        "evaluation": config.evaluation.model_dump() if config.evaluation else {"tasks": "offline"},
+        "pretrain": {"model": model, "training": training, "seeds": [1], "slurm": pretrain.slurm.model_dump()}})
+
+
+def build_scratch_data(config: ExperimentConfig) -> None:
+    import random
+
+    import numpy as np
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+    from tokenizers import Tokenizer
+
+    from corpus.sample.text import Prose
+    from corpus.tokenizer import train_sentencepiece
+
+    rng = random.Random(0)
+    train_sentencepiece(["\n\n".join(Prose(rng).paragraph() for _ in range(3)) for _ in range(200)],
+                        config.tokenizer, config.tokenizer_dir())
+    vocab = Tokenizer.from_file(str(config.tokenizer_file())).get_vocab_size()
+    tokens = np.random.default_rng(0).integers(3, vocab, size=config.dataset.tokens_per_arm)
+    for arm in config.arms:
+        prefix = config.dataset_prefix(arm)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
+        for doc in np.array_split(tokens, max(1, len(tokens) // 4096)):
+            builder.add_document(doc, [len(doc)])
+        builder.finalize(f"{prefix}.idx")
+
+
+def losses(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+
+
+def logit_difference(checkpoint: Path, export: Path, config: ExperimentConfig) -> float:
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from pretrain.checkpoint import load_model
+    from pretrain.export import read_run_info
+    from pretrain.model import build_model
+    from pretrain.platform import detect
+
+    run = read_run_info(checkpoint)
+    platform = detect()
+    model = build_model(config.pretrain.model, run["vocab_size"], platform)
+    load_model(checkpoint, model)
+    model.eval()
+    hf = LlamaForCausalLM.from_pretrained(str(export), dtype=platform.dtype).to(platform.device).eval()
+    seq = min(64, config.pretrain.model.seq_length)
+    tokens = torch.randint(0, run["vocab_size"], (2, seq), generator=torch.Generator().manual_seed(0)).to(platform.device)
+    with torch.no_grad():
+        ours = model(tokens, torch.arange(seq, device=platform.device).expand(2, -1), None).float()
+        theirs = hf(tokens).logits.float()
+    return (ours - theirs).abs().max().item()
+
+
+def one_lm_eval_task(config: ExperimentConfig, export: Path, limit: int) -> dict:
+    import lm_eval
+    import torch
+
+    from evaluation.evaluate import task_manager
+
+    cuda = torch.cuda.is_available()
+    started = time.perf_counter()
+    run = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={export},dtype={'bfloat16' if cuda else 'float32'}",
+                                  tasks=["arc_easy"], task_manager=task_manager(config), limit=limit,
+                                  device="cuda" if cuda else "cpu", batch_size=8)
+    seconds = time.perf_counter() - started
+    return {"task": "arc_easy", "documents": limit, "seconds": seconds,
+            "acc_norm": run["results"]["arc_easy"].get("acc_norm,none")}
+
+
+def measure_training(config: ExperimentConfig, out: Path, steps: int, cuda: bool) -> tuple[dict, list[dict]]:
+    import importlib.util
+
+    from pretrain.checkpoint import latest_checkpoint
+    from pretrain.train import train
+
+    scratch = scratch_experiment(config, out / "training", steps, cuda)
+    build_scratch_data(scratch)
+    whole = train(scratch, "whole", 1)
+    resumed = train(scratch, "resumed", 1, stop_at=steps // 2)
+    train(scratch, "resumed", 1)
+    logged = losses(whole)
+    same = [r["loss"] for r in logged] == [r["loss"] for r in losses(resumed)]
+    checkpoint = latest_checkpoint(whole)
+    export = whole / "hf" / checkpoint.name
+    diff = logit_difference(checkpoint, export, scratch)
+    tolerance = 5e-2 if cuda else 1e-4  # bf16 on GPU
+    steady = logged[min(3, len(logged) - 1):]  # the first steps include compilation and warm-up
+    tokens_per_s = statistics.median(r["tokens_per_s"] for r in steady)
+    mfus = [r["mfu"] for r in steady if r["mfu"] is not None]
+    lm_eval_run = one_lm_eval_task(scratch, export, limit=20)
+    te = cuda and importlib.util.find_spec("transformer_engine") is not None
+    result = {"model": scratch.pretrain.model.model_dump(), "steps": steps,
+              "tokens_per_step": scratch.pretrain.tokens_per_step, "transformer_engine_spec": te,
+              "distributed_optimizer": cuda, "tokens_per_s_per_gpu": tokens_per_s,
+              "mfu": statistics.median(mfus) if mfus else None, "resume_losses_equal": same,
+              "export_max_logit_difference": diff, "lm_eval": lm_eval_run}
+    checks = [check("resume from checkpoint", same, f"{len(logged)} steps, stopped at {steps // 2} and resumed",
+                    "the resumed losses differ from the uninterrupted run: see pretrain/checkpoint.py"),
+              check("export logit parity", diff < tolerance, f"max |Δlogit| {diff:.2e} (tolerance {tolerance:g})",
+                    "the Hugging Face mapping (pretrain/model.py) does not match this layer spec"),
+              check("lm-eval on the export", lm_eval_run["acc_norm"] is not None,
+                    f"arc_easy, {lm_eval_run['documents']} documents in {lm_eval_run['seconds']:.1f} s",
+                    "see the lm-eval error above")]
+    return result, checks
+
+
+def evaluation_hours_per_checkpoint(lm_eval_run: dict) -> float:
+    """All 13 benchmarks at the measured seconds per document (a rough rate: tasks differ)."""
+    from evaluation.suite import load_suite
+
+    documents = sum(sum(b.items) * (2 if b.cloze else 1) for b in load_suite().benchmarks)
+    return documents * lm_eval_run["seconds"] / lm_eval_run["documents"] / 3600
+
+
+# ---------------------------------------------------------------- the command
+
+
+def preflight(config: ExperimentConfig, pages: int, page_file: Path | None, steps: int) -> dict:
+    import torch
+
+    out = config.output_root / "preflight"
+    out.mkdir(parents=True, exist_ok=True)
+    cuda = torch.cuda.is_available()
+    started = time.perf_counter()
+    report = {"device": "cuda" if cuda else "cpu", "gpu": torch.cuda.get_device_name(0) if cuda else None,
+              "checks": environment(config)}
+    labeler_config = labeler_under_test(config, out, cuda)
+    if labeler_config is not None:
+        # in its own process, so that the vLLM engine has let go of the GPU before training starts
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            report["labeler"] = pool.submit(measure_labeler, labeler_config, preflight_pages(pages, page_file, cuda)).result()
+        lab = report["labeler"]
+        report["checks"].append(check("labeler", lab["labelled"] > 0,
+                                      f"{lab['labelled']} of {lab['sent']} pages labelled, {lab['pages_per_s_per_gpu'] or 0:.2f} pages/s",
+                                      "see the labeler error above"))
+    if config.pretrain:
+        report["training"], checks = measure_training(config, out, steps, cuda)
+        report["checks"] += checks
+        report["evaluation"] = {"gpu_hours_per_checkpoint": evaluation_hours_per_checkpoint(report["training"]["lm_eval"])}
+    report["seconds"] = time.perf_counter() - started
+    # CUDA and Transformer Engine are reported, not required: the CPU run checks the code paths
+    report["ok"] = all(c["ok"] for c in report["checks"] if c["check"] not in ("CUDA", "Transformer Engine"))
+    (out / "preflight.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def print_report(report: dict, path: Path) -> None:
+    for c in report["checks"]:
+        print(f"{'PASS' if c['ok'] else 'FAIL'}  {c['check']}: {c['detail']}" + (f"\n      → {c['fix']}" if c["fix"] else ""))
+    if "labeler" in report:
+        lab = report["labeler"]
+        print(f"labeler: {lab['pages_per_s_per_gpu'] or 0:.2f} pages/s per GPU, {lab['prompt_tokens_per_page'] or 0:,.0f} prompt "
+              f"and {lab['answer_tokens_per_page'] or 0:,.0f} answer tokens per page, fallbacks {lab['fallbacks']}")
+    if "training" in report:
+        t = report["training"]
+        mfu = f", MFU {t['mfu']:.1%}" if t["mfu"] else ""
+        print(f"training: {t['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU{mfu} "
+              f"(Transformer Engine spec: {t['transformer_engine_spec']}, distributed optimizer: {t['distributed_optimizer']})")
+    where = report["gpu"] or "CPU: code paths only, speeds not used by the plan"
+    print(f"{where}; {report['seconds']:.0f} s; wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.preflight", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--pages", type=int, default=200, help="pages the labeler labels")
+    parser.add_argument("--page-file", type=Path, help="labelled page JSONL (default: the shared sets, else generated)")
+    parser.add_argument("--steps", type=int, default=20, help="training steps (even; resumed at half)")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    report = preflight(config, args.pages, args.page_file, args.steps)
+    print_report(report, config.output_root / "preflight" / "preflight.json")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

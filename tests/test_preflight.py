@@ -1,0 +1,46 @@
+"""The GPU preflight end to end on CPU (tiny model, random labeler model): every path runs, the
+JSON is written, and the planner takes GPU rates from a preflight that ran on a GPU only."""
+
+import json
+
+import pytest
+import yaml
+
+from bench.preflight import main as preflight_main
+from configs.experiment import load_experiment
+from corpus.plan import rates
+
+
+def config_file(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "pf", "output_root": str(tmp_path / "out"), "inputs": {"sample": {"pages": 5}},
+        "arms": {"trafilatura": {"extractor": "trafilatura"}, "dripper": {"extractor": "dripper", "labeler": {"kind": "vllm"}}},
+        "tokenizer": {"kind": "sentencepiece"}, "dataset": {"tokens_per_arm": 100_000},
+        "pretrain": {"model": "tiny", "training": {"global_batch_size": 8, "micro_batch_size": 4, "checkpoint_every": 100}},
+        "evaluation": {"tasks": "offline"}}))
+    return path
+
+
+@pytest.mark.slow
+def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
+    path = config_file(tmp_path)
+    # the configured Dripper model is not in this machine's cache: reported, and the exit says so
+    assert preflight_main([str(path), "--pages", "6", "--steps", "6"]) == 1
+    report = json.loads((tmp_path / "out" / "preflight" / "preflight.json").read_text())
+    failed = {c["check"] for c in report["checks"] if not c["ok"]}
+    assert failed <= {"CUDA", "Transformer Engine", "labeler model (dripper)"} and "labeler model (dripper)" in failed
+    assert report["device"] == "cpu" and report["gpu"] is None
+    assert report["labeler"]["labelled"] > 0 and report["labeler"]["prompt_tokens_per_page"] > 0
+    training = report["training"]
+    assert training["resume_losses_equal"] and training["export_max_logit_difference"] < 1e-4
+    assert training["tokens_per_s_per_gpu"] > 0 and training["lm_eval"]["acc_norm"] is not None
+
+    config = load_experiment(path)
+    on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
+    assert on_cpu["arms"]["dripper"]["labeler_pages_per_gpu_s"][1].startswith("config")
+    assert on_cpu["training_tokens_per_gpu_s"][1].startswith("config")
+    on_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "device": "cuda"}, vocab_size=2000)
+    assert on_gpu["arms"]["dripper"]["labeler_pages_per_gpu_s"] == (report["labeler"]["pages_per_s_per_gpu"],
+                                                                    "preflight on NVIDIA H200")
+    assert on_gpu["training_tokens_per_gpu_s"] == (training["tokens_per_s_per_gpu"], "preflight on NVIDIA H200")
