@@ -261,12 +261,13 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
         if name in pilot["arms"]:
             cpu_h = input_files * measured["cpu_seconds"]["extraction"] / n / 3600
         if "labeler_pages_per_gpu_s" in r["arms"][name]:
-            sent = per_file("sent_to_labeler") if name in pilot["arms"] else per_file("records")
+            # not piloted here (no GPU): every page past the record guard and URL filter is labelled
+            sent = per_file("sent_to_labeler") if name in pilot["arms"] else per_file("records") - per_file("not_extracted")
             gpu_h = input_files * sent / r["arms"][name]["labeler_pages_per_gpu_s"][0] / 3600
         wall = max(cpu_h / max(res.workers * res.cpus_per_task, 1),
                    gpu_h / max(res.workers * max(res.gpus_per_task, 1), 1))
         add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n,
-            "" if name in pilot["arms"] else f"not piloted: sizes as {reference}, labeler pages = records")
+            "" if name in pilot["arms"] else f"not piloted: sizes as {reference}, every page past the guard labelled")
         post_cpu = input_files * measured["cpu_seconds"]["postprocess"] / n / 3600
         post_res = config.postprocess.resources
         post_bytes = sum(measured["bytes"][k] for k in ("intermediate", "removed", "post_processed"))

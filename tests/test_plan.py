@@ -85,3 +85,27 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
         tokens = rows_by_name(arm_ledger(config, arm))["minhash"]["tokens_out"]
         projected = plan["verdict"]["arms"][arm]["projected_tokens"]
         assert projected["low"] <= tokens <= projected["high"], (arm, tokens, projected)
+
+
+def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_path):
+    from corpus.plan import costs, rates
+
+    raw = experiment(tmp_path / "out", 1_000_000)
+    raw["arms"] = {"trafilatura": {"extractor": "trafilatura"},
+                   "dripper": {"extractor": "dripper", "labeler": {"kind": "vllm"},
+                               "resources": {"workers": 4, "gpus_per_task": 1}}}
+    config = load_experiment(write(tmp_path / "exp.yaml", raw))
+    per_file = {"records": 100, "not_extracted": 10, "sent_to_labeler": 0, "tokens": 1000, "documents": 50,
+                "stages": [{"stage": "extraction", "documents_out": 90, "tokens_out": 3000}]}
+    pilot = {"arms": {"trafilatura": {"files": [per_file, per_file],
+                                      "cpu_seconds": {"extraction": 4.0, "postprocess": 10.0},
+                                      "bytes": {"extracted": 200, "intermediate": 300, "removed": 50, "post_processed": 100}}}}
+    r = rates(config, pilot, None, vocab_size=1000)
+    assert r["arms"]["dripper"]["labeler_pages_per_gpu_s"] == (3.08, "config (plan.labeler_pages_per_gpu_s)")
+    assert r["arms"]["trafilatura"]["extraction_pages_per_core_s"] == (50.0, "pilot")  # 200 records / 4 s
+    stages = {(s["stage"], s["arm"]): s for s in costs(config, pilot, r, input_files=1000, vocab_size=1000)["stages"]}
+    dripper = stages[("extraction", "dripper")]
+    assert dripper["gpu_hours"] == pytest.approx(1000 * 90 / 3.08 / 3600)  # pages past the guard, per file
+    assert dripper["wall_hours"] == pytest.approx(dripper["gpu_hours"] / 4)  # 4 tasks of one GPU at once
+    assert stages[("extraction", "trafilatura")]["cpu_hours"] == pytest.approx(1000 * 2.0 / 3600)
+    assert stages[("post-processing", "dripper")]["bytes"] == 1000 * 450 // 2  # pilot totals over its 2 files
