@@ -117,7 +117,10 @@ def preflight_pages(count: int, page_file: Path | None, real_pages: bool) -> lis
     generated pages (short enough for the CPU run's small random model)."""
     from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
-    files = [page_file] if page_file else sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")) if real_pages else []
+    if page_file:
+        files = [page_file]
+    else:
+        files = sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")) if real_pages else []
     html = [p.html for f in files for p in load_pages(f, count)][:count]
     if len(html) < count:
         from corpus.sample import generate_pages

@@ -9,6 +9,7 @@ the file and the key. The section of each extractor kind is defined with its kin
 from __future__ import annotations
 
 import glob
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -137,9 +138,7 @@ class LanguageOptions(StrictModel):
             hint = "lid.176 labels are ISO codes like en, de, zh"
         else:
             # GlotLID labels are ISO 639-3 + ISO 15924 script
-            unknown = [lang for lang in self.languages
-                       if not (len(lang) == 8 and lang[3] == "_" and lang[:3].isalpha() and lang[:3].islower()
-                               and lang[4:].isalpha() and lang[4].isupper() and lang[5:].islower())]
+            unknown = [lang for lang in self.languages if not re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", lang)]
             hint = "GlotLID labels look like eng_Latn, cmn_Hani"
         if unknown:
             raise ValueError(f"languages {unknown} are not labels of the {self.backend} model ({hint})")

@@ -11,7 +11,8 @@ slurm/extract.sh`) the stages run here in order and a re-run skips finished task
 `--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
 for the stages it needs. Where `python -m corpus.plan CONFIG` has written a plan, its per-file
 yields are checked against the config's inputs and budget first: a run projected to fall short is
-refused before any work, unless `--allow-short`. `python -m corpus.ledger CONFIG` then accounts for every record.
+refused before any work, unless `--allow-short`. `python -m corpus.ledger CONFIG` then accounts
+for every record.
 """
 
 from __future__ import annotations
@@ -19,18 +20,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from corpus.budget import BudgetError
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.budget import BudgetError
 from corpus.inputs import resolve_inputs
-from corpus.plan import check_plan
+from corpus.plan import ShortInputs, check_plan
 from corpus.stages import UNTIL, corpus_stages, run_local, submit_slurm
 from corpus.summary import print_summaries, summarize_arm, write_summary
 
 
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
-               executor: str = "local") -> list[dict]:
-    """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries."""
+               executor: str = "local", allow_short: bool = False) -> list[dict]:
+    """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries. A full
+    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`."""
     base, paths_file = resolve_inputs(config)
+    if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
+        if not allow_short:
+            raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
+        print(f"warning (--allow-short): {short}", file=sys.stderr)
     stages = corpus_stages(config, base, paths_file, until, arms)
     if executor == "slurm":
         for label, job in submit_slurm(config, stages).items():
@@ -61,16 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"--arms: {sorted(unknown)} not in {args.config} (arms: {sorted(config.arms)})", file=sys.stderr)
         return 2
-    if not args.arms and args.until == "dataset":
-        short = check_plan(config)
-        if short and not args.allow_short:
-            print(f"{args.config}: refused before any work: {short}. To run anyway: --allow-short", file=sys.stderr)
-            return 2
-        if short:
-            print(f"warning (--allow-short): {short}", file=sys.stderr)
     try:
-        summaries = run_corpus(config, args.until, args.arms, args.executor)
-    except BudgetError as e:
+        summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short)
+    except (BudgetError, ShortInputs) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     if summaries:

@@ -31,6 +31,13 @@ def select_common_crawl(cc: CommonCrawlInput) -> list[str]:
     return selected
 
 
+def local_warcs(files: list[str]) -> tuple[str, list[str]]:
+    """(their common folder, their paths relative to it) for local WARC files."""
+    files = sorted({os.path.abspath(p) for p in files})
+    base = os.path.commonpath(files) if len(files) > 1 else os.path.dirname(files[0])
+    return base, [os.path.relpath(p, base) for p in files]
+
+
 def sample_files(files: int) -> list[str]:
     """The generated sample's WARC paths: one file is `sample.warc.gz` (beside its gold.jsonl);
     several are `<i>/sample.warc.gz`, each folder with its own gold.jsonl."""
@@ -55,8 +62,6 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
     elif inputs.common_crawl is not None:
         base, paths = inputs.common_crawl.base_url, select_common_crawl(inputs.common_crawl)
     else:
-        files = sorted({os.path.abspath(p) for pattern in inputs.warc for p in glob.glob(pattern)})
-        base = os.path.commonpath(files) if len(files) > 1 else os.path.dirname(files[0])
-        paths = [os.path.relpath(p, base) for p in files]
+        base, paths = local_warcs([p for pattern in inputs.warc for p in glob.glob(pattern)])
     paths_file.write_text("\n".join(paths) + "\n")
     return base, paths_file

@@ -76,17 +76,14 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
         tokens = counters(find_step(stage_stats[FILTER_STAGE], TokensCounter)).get("tokens", 0)
         if rows:
             rows[-1]["tokens_out"] = tokens
-    post = config.postprocess
-    for step in enabled_steps(config):
-        if step.stage_for(post) == EXTRACT_STAGE:  # counted in the extraction row (summary.py)
-            continue
+    post_steps = [s for s in enabled_steps(config) if s.stage_for(config.postprocess) != EXTRACT_STAGE]
+    for step in post_steps:  # (record-level steps that ran before extraction are in its row)
         steps = stage_stats[step.stage]
         if not steps:
             continue
         c = counters(find_step(steps, step.step_class))
-        counted_by = find_step(steps, step.tokens_class) if step.tokens_class else find_step(steps, step.step_class)
         rows.append(_row(step.title, c.get("total", 0), c.get("forwarded", 0), _removed(c, step.reason or "removed"),
-                         tokens, _tokens_out(counted_by, tokens)))
+                         tokens, _tokens_out(find_step(steps, step.tokens_class or step.step_class), tokens)))
         tokens = rows[-1]["tokens_out"]
     manifest = manifest_path(config)
     if manifest.is_file() and task is None:

@@ -153,8 +153,13 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
 # ---------------------------------------------------------------- rates
 
 
+def gpu_preflight(preflight: dict | None) -> dict | None:
+    """A preflight whose speeds are GPU rates: one that ran on a GPU."""
+    return preflight if preflight and preflight.get("gpu") else None
+
+
 def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> tuple[float, str]:
-    if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu") and preflight.get("gpu"):
+    if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
         return preflight["training"]["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}"
     p = config.plan
     flops = config.pretrain.model.flops_per_token(vocab_size)
@@ -164,7 +169,7 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
 
 def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_size: int) -> dict:
     out: dict = {"arms": {}}
-    gpu_here = preflight is not None and preflight.get("gpu")
+    preflight = gpu_preflight(preflight)
     for name, arm in config.arms.items():
         measured = pilot["arms"].get(name)
         entry = {}
@@ -174,7 +179,7 @@ def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_s
             entry["extraction_pages_per_core_s"] = (records / measured["cpu_seconds"]["extraction"], "pilot")
             entry["postprocess_docs_per_core_s"] = (docs_in / max(measured["cpu_seconds"]["postprocess"], 1e-9), "pilot")
         if isinstance(arm, DripperArm) and arm.labeler.kind != "encoder":
-            if preflight and preflight.get("labeler", {}).get("pages_per_s_per_gpu") and gpu_here:
+            if preflight and preflight.get("labeler", {}).get("pages_per_s_per_gpu"):
                 entry["labeler_pages_per_gpu_s"] = (preflight["labeler"]["pages_per_s_per_gpu"],
                                                     f"preflight on {preflight['gpu']}")
             else:
@@ -183,7 +188,7 @@ def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_s
     if config.pretrain:
         out["training_tokens_per_gpu_s"] = training_tokens_per_gpu_s(config, vocab_size, preflight)
     if config.evaluation:
-        hours = preflight.get("evaluation", {}).get("gpu_hours_per_checkpoint") if gpu_here else None
+        hours = preflight.get("evaluation", {}).get("gpu_hours_per_checkpoint") if preflight else None
         out["evaluation_gpu_hours_per_checkpoint"] = (
             (hours, f"preflight on {preflight['gpu']}") if hours else
             (config.plan.evaluation_gpu_hours_per_checkpoint, "config (plan.evaluation_gpu_hours_per_checkpoint)"))
@@ -255,7 +260,10 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
     for name, arm in config.arms.items():
         measured = pilot["arms"].get(name) or pilot["arms"][reference]
         n = len(measured["files"])
-        per_file = lambda key: sum(f[key] for f in measured["files"]) / n  # noqa: E731
+
+        def per_file(key: str) -> float:
+            return sum(f[key] for f in measured["files"]) / n
+
         res = arm.resources
         cpu_h = gpu_h = 0.0
         if name in pilot["arms"]:
@@ -309,7 +317,7 @@ def vocab_size_of(config: ExperimentConfig, pilot_root: Path) -> int:
 
 def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = None,
               pilot_warcs: list[str] | None = None, preflight_path: Path | None = None) -> dict:
-    from corpus.inputs import resolve_inputs
+    from corpus.inputs import local_warcs, resolve_inputs
     from evaluation.power import power_report
 
     if config.dataset is None or config.tokenizer is None:
@@ -317,9 +325,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     base, paths_file = resolve_inputs(config)
     paths = paths_file.read_text().split()
     if pilot_warcs:
-        base, files = os.path.commonpath([os.path.abspath(p) for p in pilot_warcs]), []
-        base = base if len(pilot_warcs) > 1 else os.path.dirname(os.path.abspath(pilot_warcs[0]))
-        files = [os.path.relpath(os.path.abspath(p), base) for p in pilot_warcs]
+        base, files = local_warcs(pilot_warcs)
     else:
         files = pilot_files(paths, min(n_pilot or config.plan.pilot_files, len(paths)), seed=0)
     if len(files) < 2:
@@ -337,7 +343,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     yields = {a: measured.get(a, measured[lowest] | {"assumed_as": lowest}) for a in config.arms}
     cc = config.inputs.common_crawl
     v = verdict(yields, len(paths), config.dataset.tokens_per_arm, len(cc.snapshots) if cc else None)
-    used = bool(preflight and preflight.get("gpu"))
+    used = gpu_preflight(preflight) is not None
     preflight_entry = None if preflight is None else {
         "path": str(preflight_path), "gpu": preflight.get("gpu"), "used": used,
         "why": "GPU rates from it" if used else "it ran on a CPU: code paths only, its speeds are not GPU rates"}
@@ -348,16 +354,18 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
                       "the yield is an upper estimate where duplicates span files"}
 
 
-def check_plan(config: ExperimentConfig) -> str | None:
-    """The latest plan's per-file yields against the config's current inputs and budget: a
-    message when they are projected to fall short, else None (also when there is no plan)."""
-    from corpus.inputs import resolve_inputs
+class ShortInputs(ValueError):
+    """The latest plan projects the configured inputs short of the token budget."""
 
+
+def check_plan(config: ExperimentConfig, paths_file: Path) -> str | None:
+    """The latest plan's per-file yields against the config's current inputs (`paths_file`, as
+    resolved for the run) and budget: a message when they are projected to fall short, else None
+    (also when there is no plan)."""
     path = config.plan_dir() / "plan.json"
     if config.dataset is None or not path.is_file():
         return None
     plan = json.loads(path.read_text())
-    _, paths_file = resolve_inputs(config)
     cc = config.inputs.common_crawl
     v = verdict(plan["yield_per_file"], len(paths_file.read_text().split()), config.dataset.tokens_per_arm,
                 len(cc.snapshots) if cc else None)

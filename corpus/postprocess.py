@@ -6,9 +6,10 @@
 Each step's name is the folder of what it removes (`<output_root>/post/<arm>/removed/<name>/`,
 every document with its `filter_reason`), its key in the ledger, and how the report finds it.
 The stages that run the steps (corpus.stages), the ledger's rows (corpus.ledger) and the report's
-columns are built from `POSTPROCESS_STEPS`. Record-level steps (the URL blocklist) run before
-extraction, in every arm's extraction stage, unless `postprocess.safety.before_extraction: false`; a new filter is one entry here, its options in
+columns are built from `POSTPROCESS_STEPS`; a new filter is one entry here, its options in
 `configs.experiment.PostprocessConfig` and, where datatrove has none, its class (corpus.filters).
+Record-level steps (the URL blocklist) run before extraction, in every arm's extraction stage,
+unless `postprocess.safety.before_extraction: false`.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def record_filters(config: ExperimentConfig, arm: str) -> list:
 def passes_record_filters(config: ExperimentConfig):
     """A predicate over documents: True where every record-level step keeps it (for samples
     drawn from extracted documents, so they do not depend on where those steps ran)."""
-    steps = [s.build(config, None, None) for s in POSTPROCESS_STEPS if s.record_level and s.enabled(config.postprocess)]
+    steps = [s.build(config, None, None) for s in enabled_steps(config) if s.record_level]
     return lambda doc: all(step.filter(doc) is True for step in steps)
 
 

@@ -29,6 +29,7 @@ from corpus.extractors import default_arm, standalone_kinds
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
 from evaluation.pages import LabelledPage, load_pages
 
+
 def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
     arms = {}
     for name in names or list(config.arms):

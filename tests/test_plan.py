@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from configs.experiment import load_experiment
+from corpus.inputs import resolve_inputs
 from corpus.ledger import arm_ledger, rows_by_name
 from corpus.plan import check_plan, main as plan_main, verdict, yield_interval
 
@@ -36,8 +37,6 @@ def write(path: Path, raw: dict) -> Path:
 
 
 def test_the_sample_generator_writes_several_warc_files(tmp_path):
-    from corpus.inputs import resolve_inputs
-
     config = load_experiment(write(tmp_path / "exp.yaml", experiment(tmp_path / "out", 1000)))
     base, paths_file = resolve_inputs(config)
     paths = paths_file.read_text().split()
@@ -69,7 +68,8 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     # the same inputs against a budget they cannot reach: plan exits 1, extract refuses
     short_path = write(tmp_path / "short.yaml", experiment(root, 5_000_000))
     assert plan_main([str(short_path)]) == 1
-    message = check_plan(load_experiment(short_path))
+    short_config = load_experiment(short_path)
+    message = check_plan(short_config, resolve_inputs(short_config)[1])
     assert "short of dataset.tokens_per_arm = 5,000,000" in message and "files" in message
     refused = subprocess.run(["bash", "slurm/extract.sh", str(short_path)], cwd=REPO, capture_output=True, text=True)
     assert refused.returncode == 2 and "refused before any work" in refused.stderr and "--allow-short" in refused.stderr
