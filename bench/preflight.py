@@ -5,7 +5,8 @@
 
 1. Environment, one pass/fail line each with what to do: CUDA and the GPU, Transformer Engine,
    the vLLM build, every labeler model and tokenizer (local folder or Hugging Face cache), the
-   evaluation datasets (cached, or generated offline).
+   first document of every reference corpus, the evaluation datasets (cached, or generated
+   offline).
 2. The labeler: the configured Dripper model in vLLM on `--pages` pages (from `--page-file`, the
    shared annotated sets, or generated pages): pages/s per GPU, prompt and answer tokens per page,
    fallbacks.
@@ -79,11 +80,35 @@ def environment(config: ExperimentConfig) -> list[dict]:
             ok, detail = model_available(arm.labeler.model)
             checks.append(check(f"labeler model ({name})", ok, detail,
                                 f"huggingface-cli download {arm.labeler.model} (on a node with network)"))
+    checks += reference_checks(config)
     if config.evaluation:
         if config.evaluation.tasks == "offline":
             checks.append(check("evaluation data", True, "offline: generated in each task's schema"))
         else:
             checks += evaluation_data_checks()
+    return checks
+
+
+def reference_checks(config: ExperimentConfig) -> list[dict]:
+    """The first row of every reference corpus: reachable from this node (hub or files), with
+    text in `text_field` and, ideally, an id in `id_field`."""
+    from corpus.reference_steps import first_row
+
+    checks = []
+    for name, arm in config.reference_arms.items():
+        try:
+            row = first_row(arm)
+        except Exception as e:  # unreachable hub, no such subset or split: the message says which
+            checks.append(check(f"reference corpus ({name})", False, f"{type(e).__name__}: {e}"[:300],
+                                "check dataset, subset and split, and that this node reaches the hub (or its cache)"))
+            continue
+        text = row.get(arm.text_field)
+        detail = (f"columns {sorted(row)}; {arm.text_field!r}: {len(text):,} characters" if isinstance(text, str) and text
+                  else f"no text in {arm.text_field!r} (columns {sorted(row)})")
+        if arm.id_field not in row:
+            detail += f"; no {arm.id_field!r}: documents are named <file>/<row>"
+        checks.append(check(f"reference corpus ({name})", isinstance(text, str) and bool(text), detail,
+                            "set text_field to the corpus's text column (RefinedWeb: content)"))
     return checks
 
 

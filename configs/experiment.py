@@ -11,14 +11,15 @@ from __future__ import annotations
 import glob
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from configs.base import ConfigError, Resources, StrictModel
 from configs.model import ModelConfig, named_model
-from corpus.extractors import ArmConfig
+from corpus.extractors import KINDS, ExtractorArm, GoldArm, kind_name
+from corpus.reference import ReferenceArm
 
 # ---------------------------------------------------------------- inputs
 
@@ -30,6 +31,11 @@ class SampleInput(StrictModel):
     pages: int = Field(300, ge=1)
     seed: int = 0
     files: int = Field(1, ge=1)
+
+    def warc_paths(self) -> list[str]:
+        """Relative to the sample folder: one file is `sample.warc.gz`; several are
+        `<i>/sample.warc.gz`. Each WARC has its gold.jsonl beside it."""
+        return ["sample.warc.gz"] if self.files == 1 else [f"{i:05d}/sample.warc.gz" for i in range(self.files)]
 
 
 class CommonCrawlInput(StrictModel):
@@ -361,13 +367,26 @@ class PlanConfig(StrictModel):
 # ---------------------------------------------------------------- experiment
 
 
+def extractor_or_corpus(value) -> str | None:
+    """The tag of an arm: its extractor kind, or `reference` for a corpus."""
+    if isinstance(value, dict):
+        return "reference" if "corpus" in value else value.get("extractor")
+    return "reference" if isinstance(value, ReferenceArm) else value.extractor
+
+
+# An arm extracts the WARC records (`extractor: <kind>`, corpus.extractors) or reads an existing
+# corpus (`corpus: <format>`, corpus.reference); errors are located as arms.<name>.<kind>.<key>.
+Arm = Annotated[Union[tuple(Annotated[kind, Tag(kind_name(kind))] for kind in KINDS)
+                      + (Annotated[ReferenceArm, Tag("reference")],)], Discriminator(extractor_or_corpus)]
+
+
 class ExperimentConfig(StrictModel):
     name: str
     output_root: Path
     inputs: InputsConfig
     extraction: ExtractionConfig = ExtractionConfig()
     executor: ExecutorConfig = ExecutorConfig()
-    arms: dict[str, ArmConfig] = Field(min_length=1)
+    arms: dict[str, Arm] = Field(min_length=1)
     postprocess: PostprocessConfig = PostprocessConfig()
     tokenizer: TokenizerConfig | None = None
     dataset: DatasetConfig | None = None
@@ -390,6 +409,40 @@ class ExperimentConfig(StrictModel):
         if self.pretrain is not None and self.dataset is None:
             raise ValueError("pretrain needs a dataset section (the token-matched datasets it trains on)")
         return self
+
+    @model_validator(mode="after")
+    def _arms_in_context(self) -> ExperimentConfig:
+        if not self.extractor_arms:
+            raise ValueError("every arm reads an existing corpus: give at least one extractor arm (the comparison)")
+        for name, arm in self.reference_arms.items():
+            if self.dataset is None and arm.max_documents is None:
+                raise ValueError(f"arms.{name}: a reference arm reads as many tokens as dataset.tokens_per_arm needs; "
+                                 "without a dataset section give max_documents")
+        for name, arm in self.extractor_arms.items():
+            if isinstance(arm, GoldArm) and arm.gold is None:
+                if self.inputs.sample is None:
+                    raise ValueError(f"arms.{name}: extractor: gold needs `gold` files (JSONL of WARC-Record-ID and "
+                                     "gold), or inputs.sample, whose gold.jsonl it reads by default")
+                sample = self.output_root / "sample"
+                gold = [str((sample / p).with_name("gold.jsonl")) for p in self.inputs.sample.warc_paths()]
+                # the sample is generated at run time, so its gold files need not exist yet
+                self.arms[name] = arm.model_copy(update={"gold": gold})
+        return self
+
+    @property
+    def extractor_arms(self) -> dict[str, ExtractorArm]:
+        """The arms that extract the WARC records (the gold bound included)."""
+        return {name: arm for name, arm in self.arms.items() if isinstance(arm, ExtractorArm)}
+
+    @property
+    def reference_arms(self) -> dict[str, ReferenceArm]:
+        """The arms that read an existing corpus."""
+        return {name: arm for name, arm in self.arms.items() if isinstance(arm, ReferenceArm)}
+
+    def tokenizer_arms(self) -> list[str]:
+        """The arms whose text trains the tokenizer: the extractors, bounds and references aside,
+        so that adding a bound or a reference row never changes the tokenizer."""
+        return [name for name, arm in self.extractor_arms.items() if not arm.bound]
 
     def runs(self) -> list[tuple[str, int]]:
         """Every (arm, seed) training run, in (arm, seed) order: the one list training,

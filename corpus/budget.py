@@ -157,3 +157,14 @@ class TokenBudget(PipelineStep):
 
 def manifest_path(config: ExperimentConfig) -> Path:
     return config.output_root / "datasets" / "manifest.json"
+
+
+def budget_is_stale(config: ExperimentConfig) -> bool:
+    """The datasets on disk were cut for other arms (one added, say a reference row), another
+    budget or another seed: the budget stage must run again even though it completed."""
+    path = manifest_path(config)
+    if config.dataset is None or not path.is_file():
+        return False
+    manifest = json.loads(path.read_text())
+    return (set(manifest["arms"]) != set(config.arms) or manifest["tokens_per_arm"] != config.dataset.tokens_per_arm
+            or manifest["seed"] != config.dataset.seed)

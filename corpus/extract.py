@@ -4,7 +4,7 @@ sections) the shared tokenizer, identical post-processing, tokenisation and the 
     python -m corpus.extract CONFIG [--until extract|postprocess|dataset] [--arms A B]
 
 Writes under `<output_root>/`: `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
-record accounted for), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
+record accounted for; a reference-corpus arm's read logs), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
 `removed/<step>/` every removed document with its reason), `datasets/<arm>/` (Megatron
 `.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
 slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
@@ -44,7 +44,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         return []
     run_local(stages)
     summaries = []
-    for arm in arms or list(config.arms):
+    for arm in arms or list(config.extractor_arms):
         summaries.append(summarize_arm(config, arm))
         write_summary(config, arm, summaries[-1])
     return summaries
@@ -63,9 +63,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    unknown = set(args.arms or []) - set(config.arms)
+    unknown = set(args.arms or []) - set(config.extractor_arms)
     if unknown:
-        print(f"--arms: {sorted(unknown)} not in {args.config} (arms: {sorted(config.arms)})", file=sys.stderr)
+        print(f"--arms: {sorted(unknown)} are not extractor arms of {args.config} (those: {sorted(config.extractor_arms)}); "
+              "reference arms are read after the tokenizer, in a full run", file=sys.stderr)
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short)

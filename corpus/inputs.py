@@ -31,17 +31,12 @@ def select_common_crawl(cc: CommonCrawlInput) -> list[str]:
     return selected
 
 
-def local_warcs(files: list[str]) -> tuple[str, list[str]]:
-    """(their common folder, their paths relative to it) for local WARC files."""
-    files = sorted({os.path.abspath(p) for p in files})
+def local_paths(files: list[str]) -> tuple[str, list[str]]:
+    """(their common folder, their paths relative to it, in the order given) for local files: a
+    datatrove reader's data folder and paths file."""
+    files = list(dict.fromkeys(os.path.abspath(p) for p in files))
     base = os.path.commonpath(files) if len(files) > 1 else os.path.dirname(files[0])
     return base, [os.path.relpath(p, base) for p in files]
-
-
-def sample_files(files: int) -> list[str]:
-    """The generated sample's WARC paths: one file is `sample.warc.gz` (beside its gold.jsonl);
-    several are `<i>/sample.warc.gz`, each folder with its own gold.jsonl."""
-    return ["sample.warc.gz"] if files == 1 else [f"{i:05d}/sample.warc.gz" for i in range(files)]
 
 
 def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
@@ -54,7 +49,7 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
         from corpus.sample import write_sample
 
         sample_dir = config.output_root / "sample"
-        paths = sample_files(inputs.sample.files)
+        paths = inputs.sample.warc_paths()
         for i, path in enumerate(paths):
             if not (sample_dir / path).exists():
                 write_sample((sample_dir / path).parent, inputs.sample.pages, inputs.sample.seed + i)
@@ -62,6 +57,6 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
     elif inputs.common_crawl is not None:
         base, paths = inputs.common_crawl.base_url, select_common_crawl(inputs.common_crawl)
     else:
-        base, paths = local_warcs([p for pattern in inputs.warc for p in glob.glob(pattern)])
+        base, paths = local_paths(sorted(p for pattern in inputs.warc for p in glob.glob(pattern)))
     paths_file.write_text("\n".join(paths) + "\n")
     return base, paths_file

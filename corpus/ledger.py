@@ -6,7 +6,8 @@ Reads datatrove's own per-task stats of every stage (nothing is re-counted) and 
 side for all arms, one row per stage: documents in and out, removed by reason, tokens in and out
 (tokens are counted with the experiment's tokenizer, end-of-document token included, right
 after extraction). Every row is checked: in = out + removed, and each stage's input is the
-previous stage's output. Then the overlap between arms: how many source records (WARC record
+previous stage's output. A reference-corpus arm starts at its read row (documents read, not
+drawn, written) and joins where it joins. Then the overlap between arms: how many source records (WARC record
 ids) survive post-processing, and the token budget, in both arms or only in one.
 Writes `<output_root>/ledger.json`.
 """
@@ -21,15 +22,18 @@ from itertools import combinations
 from pathlib import Path
 
 from datatrove.pipeline.tokens import TokensCounter
+from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.budget import manifest_path
 from corpus.postprocess import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
+from corpus.reference_steps import ReferenceDraw, TokenQuota
 from corpus.summary import counters, find_step, merged_stats, summarize_arm
 
 # The ledger's rows by name (post-processing rows are named as their steps) and their titles.
-EXTRACTION, BUDGET = "extraction", "budget"
-ROW_TITLES = {EXTRACTION: "extraction", **{s.name: s.title for s in POSTPROCESS_STEPS}, BUDGET: "token budget"}
+EXTRACTION, READ, BUDGET = "extraction", "read", "budget"
+ROW_TITLES = {EXTRACTION: "extraction", READ: "read (reference corpus)", **{s.name: s.title for s in POSTPROCESS_STEPS},
+              BUDGET: "token budget"}
 
 
 def _row(stage: str, docs_in: int, docs_out: int, removed: dict[str, int], tokens_in, tokens_out) -> dict:
@@ -60,15 +64,34 @@ def _tokens_out(step: dict, tokens_in: int | None) -> int | None:
     return int(value["total"]) if isinstance(value, dict) else 0
 
 
+def reference_row(config: ExperimentConfig, arm: str, task: int | None = None) -> dict | None:
+    """A reference arm's read stage: documents read, not drawn, removed by a record-level filter
+    (with `postprocess`), written; tokens of those written, where counted."""
+    steps, _ = merged_stats(config.arm_dir(arm) / "logs", task)
+    if not steps:
+        return None
+    draw, written = counters(find_step(steps, ReferenceDraw)), counters(find_step(steps, JsonlWriter))
+    removed = {"not drawn": draw.get("dropped_not_drawn", 0)}
+    if config.reference_arms[arm].postprocess:
+        removed |= {s.name: counters(find_step(steps, s.step_class)).get("dropped", 0) for s in enabled_steps(config, EXTRACT_STAGE)}
+    tokens = counters(find_step(steps, TokenQuota)).get("tokens", 0) if config.dataset else None
+    return _row(ROW_TITLES[READ], draw.get("read", 0), written.get("total", 0), {k: v for k, v in removed.items() if v},
+                None, tokens)
+
+
 def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> dict:
     """The arm's rows from extraction to the budget; with `task`, that task's share of every
     per-document stage (the planner's pilot runs one task per input file)."""
-    extraction = summarize_arm(config, arm, task)
-    rows = []
-    if extraction.get("records") is not None:
-        rows.append(_row(ROW_TITLES[EXTRACTION], extraction["records"], extraction["documents_out"],
-                         extraction["dropped"], None, None)
-                    | {"fallback": extraction["fallback"]})
+    if arm in config.reference_arms:
+        rows = [row] if (row := reference_row(config, arm, task)) else []
+        extraction = {"balanced": True, "not_extracted": None}
+    else:
+        extraction = summarize_arm(config, arm, task)
+        rows = []
+        if extraction.get("records") is not None:
+            rows.append(_row(ROW_TITLES[EXTRACTION], extraction["records"], extraction["documents_out"],
+                             extraction["dropped"], None, None)
+                        | {"fallback": extraction["fallback"]})
     logs = config.post_dir(arm) / "logs"
     stage_stats = {stage: merged_stats(logs / stage, task)[0] for stage in {s.stage for s in POSTPROCESS_STEPS}}
     tokens = None
@@ -112,11 +135,13 @@ def _ids(paths: list[Path]) -> set[str]:
 
 
 def overlap(config: ExperimentConfig) -> dict:
-    """Per pair of arms, records present in both / only in one, after post-processing and in
-    the token budget."""
+    """Per pair of extractor arms (the gold bound included; reference corpora have other
+    records), records present in both / only in one, after post-processing and in the token
+    budget."""
+    arms = list(config.extractor_arms)
     levels = {
-        "post-processed": {arm: sorted((config.post_dir(arm) / "ids").glob("*.jsonl.gz")) for arm in config.arms},
-        "in the token budget": {arm: sorted(config.dataset_dir(arm).glob("selected_ids.txt.gz")) for arm in config.arms},
+        "post-processed": {arm: sorted((config.post_dir(arm) / "ids").glob("*.jsonl.gz")) for arm in arms},
+        "in the token budget": {arm: sorted(config.dataset_dir(arm).glob("selected_ids.txt.gz")) for arm in arms},
     }
     out = {}
     for level, files in levels.items():
@@ -124,7 +149,7 @@ def overlap(config: ExperimentConfig) -> dict:
             continue
         ids = {arm: _ids(paths) for arm, paths in files.items()}
         out[level] = [{"arms": [a, b], "both": len(ids[a] & ids[b]), f"only_{a}": len(ids[a] - ids[b]),
-                       f"only_{b}": len(ids[b] - ids[a])} for a, b in combinations(config.arms, 2)]
+                       f"only_{b}": len(ids[b] - ids[a])} for a, b in combinations(arms, 2)]
     return out
 
 
@@ -137,7 +162,8 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
     table.add_column("stage")
     for ledger in ledgers:
         table.add_column(ledger["arm"], justify="right")
-    stages = list(dict.fromkeys(r["stage"] for ledger in ledgers for r in ledger["rows"]))
+    present = {r["stage"] for ledger in ledgers for r in ledger["rows"]}
+    stages = [title for title in ROW_TITLES.values() if title in present]
 
     def cell(row: dict | None) -> str:
         if row is None:

@@ -76,7 +76,7 @@ def pilot_config(config: ExperimentConfig, files: int) -> ExperimentConfig:
     workers = min(files, os.cpu_count() or 1)
     one_per_file = {"tasks": files, "workers": workers}
     arms = {name: arm.model_copy(update={"resources": arm.resources.model_copy(update=one_per_file)})
-            for name, arm in config.arms.items() if not needs_absent_gpu(arm)}
+            for name, arm in config.extractor_arms.items() if not needs_absent_gpu(arm)}
     post = config.postprocess.model_copy(update={
         "resources": config.postprocess.resources.model_copy(update=one_per_file),
         "exact_dedup": config.postprocess.exact_dedup.model_copy(update={"finder_tasks": 1})})
@@ -147,7 +147,7 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
                       "post_processed": folder_bytes(post_dir / "output")},
         }
     return {"files": files, "output_root": str(pilot.output_root), "wall_seconds": wall, "arms": arms,
-            "not_piloted": sorted(set(config.arms) - set(pilot.arms))}
+            "not_piloted": sorted(set(config.extractor_arms) - set(pilot.arms))}
 
 
 # ---------------------------------------------------------------- rates
@@ -170,7 +170,7 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
 def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_size: int) -> dict:
     out: dict = {"arms": {}}
     preflight = gpu_preflight(preflight)
-    for name, arm in config.arms.items():
+    for name, arm in config.extractor_arms.items():
         measured = pilot["arms"].get(name)
         entry = {}
         if measured:
@@ -256,9 +256,9 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
         out["stages"].append({"stage": stage, "arm": arm, "cpu_hours": cpu_h, "gpu_hours": gpu_h,
                               "wall_hours": wall_h, "bytes": storage, "note": note})
 
-    reference = min(pilot["arms"], key=lambda a: sum(f["tokens"] for f in pilot["arms"][a]["files"]))
-    for name, arm in config.arms.items():
-        measured = pilot["arms"].get(name) or pilot["arms"][reference]
+    smallest = min(pilot["arms"], key=lambda a: sum(f["tokens"] for f in pilot["arms"][a]["files"]))
+    for name, arm in config.extractor_arms.items():
+        measured = pilot["arms"].get(name) or pilot["arms"][smallest]
         n = len(measured["files"])
 
         def per_file(key: str) -> float:
@@ -275,12 +275,15 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
         wall = max(cpu_h / max(res.workers * res.cpus_per_task, 1),
                    gpu_h / max(res.workers * max(res.gpus_per_task, 1), 1))
         add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n,
-            "" if name in pilot["arms"] else f"not piloted: sizes as {reference}, every page past the guard labelled")
+            "" if name in pilot["arms"] else f"not piloted: sizes as {smallest}, every page past the guard labelled")
         post_cpu = input_files * measured["cpu_seconds"]["postprocess"] / n / 3600
         post_res = config.postprocess.resources
         post_bytes = sum(measured["bytes"][k] for k in ("intermediate", "removed", "post_processed"))
         add("post-processing", name, post_cpu, 0.0, post_cpu / max(post_res.workers * post_res.cpus_per_task, 1),
             input_files * post_bytes // n)
+    for name, arm in config.reference_arms.items():
+        add("reference read", name, note=f"reads up to {arm.margin:g} x the budget in tokens from its corpus "
+                                         "(not piloted; bound by the network or disk, not projected)")
     if config.dataset:
         token_bytes = 2 if vocab_size < 65_536 else 4
         for name in config.arms:
@@ -317,7 +320,7 @@ def vocab_size_of(config: ExperimentConfig, pilot_root: Path) -> int:
 
 def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = None,
               pilot_warcs: list[str] | None = None, preflight_path: Path | None = None) -> dict:
-    from corpus.inputs import local_warcs, resolve_inputs
+    from corpus.inputs import local_paths, resolve_inputs
     from evaluation.power import power_report
 
     if config.dataset is None or config.tokenizer is None:
@@ -325,7 +328,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     base, paths_file = resolve_inputs(config)
     paths = paths_file.read_text().split()
     if pilot_warcs:
-        base, files = local_warcs(pilot_warcs)
+        base, files = local_paths(sorted(pilot_warcs))
     else:
         files = pilot_files(paths, min(n_pilot or config.plan.pilot_files, len(paths)), seed=0)
     if len(files) < 2:
@@ -340,7 +343,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     r = rates(config, pilot, preflight, vocab)
     measured = {a: yield_interval([f["tokens"] for f in m["files"]], config.plan.confidence) for a, m in pilot["arms"].items()}
     lowest = min(measured, key=lambda a: measured[a]["mean"])
-    yields = {a: measured.get(a, measured[lowest] | {"assumed_as": lowest}) for a in config.arms}
+    yields = {a: measured.get(a, measured[lowest] | {"assumed_as": lowest}) for a in config.extractor_arms}
     cc = config.inputs.common_crawl
     v = verdict(yields, len(paths), config.dataset.tokens_per_arm, len(cc.snapshots) if cc else None)
     used = gpu_preflight(preflight) is not None

@@ -3,6 +3,10 @@
     extract (per arm) ─► tokenizer (all arms) ─► post-processing (per arm, 7 stages) ─►
     tokenize (per arm) ─► budget (all arms)
 
+A reference-corpus arm (corpus.reference) has a read stage instead of extraction, after the
+tokenizer (it counts tokens as it reads); its documents join after post-processing, or before it
+with `postprocess: true`.
+
 Post-processing is the same list of named steps for every arm (corpus.postprocess), built from
 the one `postprocess` block of the config; only the folders differ. Every removed document goes
 to `<output_root>/post/<arm>/removed/<step>/` with its reason.
@@ -26,10 +30,11 @@ from datatrove.pipeline.writers import JsonlWriter
 
 from configs.base import Resources
 from configs.experiment import ExperimentConfig
-from corpus.budget import TokenBudget
+from corpus.budget import TokenBudget, budget_is_stale
 from corpus.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
 from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps, record_filters
 from corpus.records import AccountedWarcReader, RecordGuard
+from corpus.reference_steps import ReferenceDraw, TokenQuota, reference_reader, write_reference_paths
 from corpus.tokenizer import SharedTokenizer
 
 UNTIL = ("extract", "postprocess", "dataset")
@@ -83,6 +88,25 @@ def extraction_pipeline(config: ExperimentConfig, arm_name: str, base: str, path
     ]
 
 
+def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
+    """A reference arm's read stage: its corpus, drawn and (with a dataset section) read only up to
+    its share of the token quota, written where post-processing reads (`postprocess: true`, after
+    the same record filters as every arm) or where it writes (the default)."""
+    arm = config.reference_arms[arm_name]
+    paths_file = write_reference_paths(arm, config.arm_dir(arm_name) / "paths.txt")
+    counted = []
+    if config.dataset is not None:
+        counted = [TokenQuota(str(config.tokenizer_file()), arm.token_quota(config.dataset.tokens_per_arm, arm.resources.tasks))]
+    if arm.postprocess:
+        out = [*record_filters(config, arm_name), *counted,
+               JsonlWriter(str(config.arm_dir(arm_name) / "output"), output_filename="${rank}.jsonl.gz")]
+    else:
+        post_dir = config.post_dir(arm_name)
+        out = [*counted, JsonlWriter(str(post_dir / "output"), output_filename="${rank}.jsonl.gz"),
+               RecordIdWriter(str(post_dir / "ids"))]
+    return [reference_reader(arm, paths_file), ReferenceDraw(arm.sample_rate, arm.seed), *out]
+
+
 def _reader(folder: Path) -> JsonlReader:
     return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False)
 
@@ -127,11 +151,12 @@ def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, token
 def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: str = "dataset",
                   arms: list[str] | None = None) -> list[Stage]:
     """Every stage up to `until` in an order that respects dependencies. `arms` limits the
-    extraction stage; the later stages need every arm and are built only for all of them."""
+    extraction stage (extractor arms only); the later stages need every arm and are built only
+    for all of them."""
     extract = {arm: Stage("extract", arm, extraction_pipeline(config, arm, base, paths_file),
                           config.arms[arm].resources, config.arm_dir(arm) / "logs",
                           one_local_process=config.arms[arm].one_local_process)
-               for arm in arms or config.arms}
+               for arm in arms or config.extractor_arms}
     stages = list(extract.values())
     if until == "extract" or arms:
         return stages
@@ -141,7 +166,15 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
         tokenizer = Stage("tokenizer", None, [SharedTokenizer(config)], ONE_TASK, logs / "tokenizer", list(extract.values()))
         stages.append(tokenizer)
     final = {}
+    for arm, reference in config.reference_arms.items():
+        extract[arm] = Stage("read", arm, reference_pipeline(config, arm), reference.resources,
+                             config.arm_dir(arm) / "logs", [tokenizer] if tokenizer else [])
+        stages.append(extract[arm])
+        if not reference.postprocess:
+            final[arm] = extract[arm]
     for arm in config.arms:
+        if arm in final:
+            continue
         post = postprocess_stages(config, arm, extract[arm], tokenizer)
         stages += post
         final[arm] = post[-1]
@@ -155,7 +188,10 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
                                       tokenizer_name_or_path=str(config.tokenizer_file()), eos_token=config.tokenizer.eos_token),
         ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final[arm], tokenizer]))
     stages += tokenized
-    stages.append(Stage("budget", None, [TokenBudget(config)], ONE_TASK, logs / "budget", tokenized))
+    budget = Stage("budget", None, [TokenBudget(config)], ONE_TASK, logs / "budget", tokenized)
+    if budget_is_stale(config):  # the cut is deterministic: forget it and cut again
+        (budget.logs / "completions" / "00000").unlink(missing_ok=True)
+    stages.append(budget)
     return stages
 
 

@@ -54,7 +54,7 @@ def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], i
 def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
     """The arm's extraction accounting, over every task or for one task (one input file when the
     stage has a task per file, as the planner's pilot does)."""
-    arm = config.arms[arm_name]
+    arm = config.extractor_arms[arm_name]
     steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs", task)
     if not steps:
         return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     summaries = []
-    for arm_name in config.arms:
+    for arm_name in config.extractor_arms:
         summary = summarize_arm(config, arm_name)
         if summary["tasks_done"]:
             write_summary(config, arm_name, summary)

@@ -8,7 +8,8 @@ datatrove's token steps read, and which the exported checkpoints carry):
 - `sentencepiece`: a byte-fallback BPE model trained on the same number of characters from
   every arm's extracted documents (documents taken in a seeded order; the sample of each arm is
   cut to the size of the smallest, so no arm weighs more in the vocabulary), leaving out pages a
-  record-level filter (URL blocklist) removes.
+  record-level filter (URL blocklist) removes. Only extractor arms are sampled: the gold bound and
+  reference corpora are not, so adding those rows never changes the tokenizer.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class SharedTokenizer(PipelineStep):
                 # tokenizer does not depend on that choice
                 keep = passes_record_filters(self.config)
                 per_arm = {arm: take_chars(arm_documents(self.config.arm_dir(arm) / "output", options.seed, keep),
-                                           options.sample_chars_per_arm) for arm in self.config.arms}
+                                           options.sample_chars_per_arm) for arm in self.config.tokenizer_arms()}
                 size = min(sum(map(len, texts)) for texts in per_arm.values())
                 sample = []
                 for arm, texts in per_arm.items():

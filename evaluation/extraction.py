@@ -31,10 +31,15 @@ from evaluation.pages import LabelledPage, load_pages
 
 
 def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
+    """The named arms, or every extractor arm of the config: the gold bound and reference-corpus
+    arms extract no pages (the bound would only score itself)."""
+    extractors = {name: arm for name, arm in config.extractor_arms.items() if not arm.bound}
     arms = {}
-    for name in names or list(config.arms):
-        if name in config.arms:
-            arms[name] = config.arms[name]
+    for name in names or list(extractors):
+        if name in extractors:
+            arms[name] = extractors[name]
+        elif name in config.arms:
+            raise SystemExit(f"--arms: {name!r} is a bound or a reference corpus, not an extractor: it has no pages to score")
         elif name in standalone_kinds():
             arms[name] = default_arm(name)
         else:

@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from corpus.ledger import BUDGET, EXTRACTION, rows_by_name
+from corpus.ledger import BUDGET, EXTRACTION, READ, rows_by_name
 from corpus.postprocess import output_step
+from corpus.reference import HUB, ReferenceArm
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
 
 BOOTSTRAP_REPLICATES = 2000
@@ -212,9 +213,17 @@ def _diff_cell(interval: dict | None) -> str:
     return f"{point:+.2f}{mark} [{low:+.2f}, {high:+.2f}]"
 
 
+def arm_source(arm) -> str:
+    if isinstance(arm, ReferenceArm):
+        where = arm.dataset + (f"/{arm.subset}" if arm.subset else "") if arm.corpus == HUB else f"{arm.corpus} files"
+        return f"corpus: {where}" + (", post-processed here" if arm.postprocess else "")
+    return f"extractor: {arm.extractor}"
+
+
 def extraction_context(config: ExperimentConfig) -> dict:
-    """ROUGE-5 per arm (extraction benchmark) and documents/tokens kept (ledger), where present."""
-    context = {}
+    """Where each arm's text comes from, ROUGE-5 per arm (extraction benchmark) and
+    documents/tokens kept (ledger), where present."""
+    context = {name: {"source": arm_source(arm)} for name, arm in config.arms.items()}
     quality = config.output_root / "extraction_quality" / "summary.json"
     if quality.is_file():
         summary = json.loads(quality.read_text())
@@ -230,7 +239,8 @@ def extraction_context(config: ExperimentConfig) -> dict:
             entry = context.setdefault(arm_ledger["arm"], {})
             if EXTRACTION in rows:
                 entry["records"] = rows[EXTRACTION]["documents_in"]
-            post = rows.get(output_step().name)
+            # a reference corpus that joins after post-processing was filtered by its makers
+            post = rows.get(output_step().name) or rows.get(READ)
             if post:
                 entry["documents_post_processed"] = post["documents_out"]
                 entry["tokens_post_processed"] = post["tokens_out"]
@@ -315,15 +325,16 @@ def render_markdown(report: dict, suite: Suite) -> str:
     extraction = report["extraction"]
     if extraction:
         lines += ["", "## What each arm trained on", "",
-                  "| arm | ROUGE-5 F1 (extraction benchmark) | records | documents post-processed | tokens post-processed "
-                  "| documents in budget | tokens in budget |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| arm | source | ROUGE-5 F1 (extraction benchmark) | records | documents post-processed "
+                  "| tokens post-processed | documents in budget | tokens in budget |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
         for arm in arms:
             e = extraction.get(arm, {})
 
             def num(key):
                 return f"{e[key]:,}" if e.get(key) is not None else "-"
             rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
-            lines.append(f"| {arm} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
+            lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
                          f"{num('tokens_post_processed')} | {num('documents_in_budget')} | {num('tokens_in_budget')} |")
     if report["missing"]:
         lines += ["", "## Missing", "", *[f"- {m}" for m in report["missing"]]]

@@ -15,10 +15,11 @@ from pydantic import Field, TypeAdapter, ValidationError
 from corpus.extractors.base import ExtractorArm
 from corpus.extractors.baselines import JustextArm, ReadabilityArm, ResiliparseArm, WholePageArm
 from corpus.extractors.dripper import DripperArm
+from corpus.extractors.gold import GoldArm
 from corpus.extractors.trafilatura import TrafilaturaArm
 
 KINDS: tuple[type[ExtractorArm], ...] = (
-    TrafilaturaArm, DripperArm, ResiliparseArm, ReadabilityArm, JustextArm, WholePageArm)
+    TrafilaturaArm, DripperArm, ResiliparseArm, ReadabilityArm, JustextArm, WholePageArm, GoldArm)
 
 ArmConfig = Annotated[Union[KINDS], Field(discriminator="extractor")]
 
@@ -33,9 +34,12 @@ def default_arm(name: str) -> ExtractorArm:
 
 
 def standalone_kinds() -> list[str]:
-    """Kinds that run with no options (Dripper needs a labeler): what `--arms` takes by name."""
+    """Kinds that run with no options (Dripper needs a labeler), bounds aside: what `--arms`
+    takes by name."""
     names = []
     for kind in KINDS:
+        if kind.bound:
+            continue
         try:
             default_arm(kind_name(kind))
         except ValidationError:
@@ -44,5 +48,5 @@ def standalone_kinds() -> list[str]:
     return names
 
 
-__all__ = ["KINDS", "ArmConfig", "DripperArm", "ExtractorArm", "TrafilaturaArm", "default_arm", "kind_name",
+__all__ = ["KINDS", "ArmConfig", "DripperArm", "ExtractorArm", "GoldArm", "TrafilaturaArm", "default_arm", "kind_name",
            "standalone_kinds"]

@@ -4,6 +4,7 @@ datatrove step and knows how that step counts the records it did not extract."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import ClassVar
 
 from configs.base import Resources, StrictModel
 
@@ -14,6 +15,10 @@ class ExtractorArm(StrictModel):
     libraries (datatrove, models) are imported."""
 
     resources: Resources = Resources()
+
+    # A bound (the gold text), not an extractor: left out of the tokenizer's training sample and
+    # of the extraction benchmark, where it would only score itself.
+    bound: ClassVar[bool] = False
 
     @abstractmethod
     def step(self):
