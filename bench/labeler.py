@@ -1,14 +1,17 @@
-"""The encoder labeler against Trafilatura and the aligned-label ceiling, leave-one-dataset-out.
+"""The block classifier against Trafilatura and Resiliparse, leave-one-dataset-out.
 
-    python -m bench.labeler [--max-pages 150] [--train-seconds 300] [--held-out cleanportaleval ...]
+    python -m bench.labeler [--max-pages 150] [--held-out cleaneval ...] [--generated 0] [--sequence-seconds 120]
 
-For each held-out full-gold set of ../shared/data/extraction: build aligned block labels for every
-set (the Web2Text method, corpus.labels), train the encoder on all the *other* sets, and score on
-the held-out pages (ROUGE-5 F1, WebMainBench protocol):
-- the dripper arm with the encoder labeler,
-- the dripper arm with the aligned labels themselves (oracle: the ceiling any labeler reaches),
-- Trafilatura;
-plus pages/s per core of the whole arm (one process). Prints a table, writes JSON.
+For each held-out full-gold set of ../shared/data/extraction: label the blocks (corpus.blocks) of
+every set by aligning them to the gold (corpus.block_training), train the classifier on all the
+*other* sets (plus `--generated` generated pages), and score on the held-out pages (ROUGE-5 F1,
+WebMainBench protocol):
+- the block_classifier arm with the gradient-boosted trees (the arm's model kind), run through the
+  arm's own datatrove step (parse to Markdown, sandboxed, one process): ROUGE-5 and pages/s;
+- the same blocks with the sequence model (the kind that lost, for the record);
+- the same blocks with the aligned labels themselves (oracle: the ceiling of these blocks);
+- Trafilatura and Resiliparse through their arms' steps: ROUGE-5 and pages/s.
+Prints a table and the means over the held-out sets, writes JSON.
 """
 
 from __future__ import annotations
@@ -21,79 +24,97 @@ import tempfile
 import time
 from pathlib import Path
 
-from corpus.extractors import DripperArm, default_arm
-from corpus.labelers import BlockLabeler, PageLabels
-from corpus.labels import examples_from_pages
-from corpus.labelers.encoder import WindowSettings
-from corpus.labelers.train import train
+import numpy as np
+
+from corpus.block_features import page_features
+from corpus.block_model import PageExample, train
+from corpus.block_training import THRESHOLD, examples_from_generated
+from corpus.blocks import blocks_markdown, page_blocks
+from corpus.extractors import default_arm
+from corpus.extractors.block_classifier import BlockClassifierArm
+from corpus.labels import aligned_shares
 from evaluation.extraction import run_step, score_page
 from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
 FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", "readability", "webmainbench-sample"]
 
 
-class OracleLabeler(BlockLabeler):
-    """Answers with the aligned labels of the page (looked up by its simplified HTML)."""
+def labelled_set(path: Path, max_pages: int) -> list[tuple]:
+    """(page, blocks, features, labels) of every full-gold page of a set."""
+    rows = []
+    for page in load_pages(path, max_pages):
+        if page.gold is None:
+            continue
+        blocks = page_blocks(page.html)
+        shares = aligned_shares([b.text for b in blocks], page.gold) if blocks else []
+        rows.append((page, blocks, page_features(blocks), (np.array(shares) > THRESHOLD).astype(np.float32)))
+    return rows
 
-    def __init__(self, examples):
-        self.by_page = {e.simplified_html: e.labels for e in examples}
 
-    def label(self, pages):
-        return [PageLabels(labels=self.by_page[p.simplified_html]) if p.simplified_html in self.by_page
-                else PageLabels(error="labeler_error") for p in pages]
+def rouge_of_choices(rows, choose) -> float:
+    return statistics.fmean(score_page(page, blocks_markdown([b for b, k in zip(blocks, choose(x, y)) if k]))["rouge5_f1"]
+                            for page, blocks, x, y in rows)
 
 
-def arm_scores(arm, pages, labeler=None) -> dict:
-    outputs, counters, seconds = run_step(arm.step(labeler) if labeler is not None else arm.step(), pages)
+def arm_scores(arm, pages) -> dict:
+    outputs, _, seconds = run_step(arm.step(), pages)
     scores = [score_page(p, outputs[p.key].text if p.key in outputs else "")["rouge5_f1"] for p in pages]
-    fallbacks = sum(v for k, v in counters.items() if k.startswith("fallback_"))
-    return {"rouge5_f1": statistics.fmean(scores), "pages_per_s": len(pages) / seconds, "fallbacks": fallbacks}
+    return {"rouge5_f1": statistics.fmean(scores), "pages_per_s": len(pages) / seconds}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-pages", type=int, default=150, help="pages per set (labels and scoring)")
-    parser.add_argument("--train-seconds", type=float, default=300)
     parser.add_argument("--held-out", nargs="+", default=FULL_GOLD)
-    parser.add_argument("--hidden", type=int, default=128, help="encoder hidden size (heads of 32 dims)")
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--max-block-tokens", type=int, default=48)
+    parser.add_argument("--generated", type=int, default=0, help="generated pages added to every training set")
+    parser.add_argument("--sequence-seconds", type=float, default=120, help="training time of the sequence model")
     parser.add_argument("--out", type=Path, default=Path("bench/results/labeler.json"))
     args = parser.parse_args()
-    files = {name: SHARED_PAGE_SETS / name / "pages.jsonl.gz" for name in FULL_GOLD if (SHARED_PAGE_SETS / name / "pages.jsonl.gz").is_file()}
+    files = {name: SHARED_PAGE_SETS / name / "pages.jsonl.gz" for name in FULL_GOLD
+             if (SHARED_PAGE_SETS / name / "pages.jsonl.gz").is_file()}
     if not files:
         print(f"no page sets under {SHARED_PAGE_SETS}", file=sys.stderr)
         return 1
     start = time.perf_counter()
-    examples = {name: [e for e in examples_from_pages(path, 0.667, args.max_pages) if not isinstance(e, Exception) and e]
-                for name, path in files.items()}
-    print(f"labels for {sum(map(len, examples.values()))} pages in {time.perf_counter() - start:.0f}s")
-    traf = default_arm("trafilatura")
+    sets = {name: labelled_set(path, args.max_pages) for name, path in files.items()}
+    generated = list(examples_from_generated(args.generated, seed=1000)) if args.generated else []
+    print(f"blocks and labels of {sum(map(len, sets.values()))} pages in {time.perf_counter() - start:.0f}s")
+    traf, resiliparse = default_arm("trafilatura"), default_arm("resiliparse")
     results = {}
-    for held in args.held_out:
-        if held not in files:
-            continue
-        pages = [p for p in load_pages(files[held], args.max_pages) if p.gold is not None]
-        train_examples = [e for name, ex in examples.items() if name != held for e in ex]
+    for held in [h for h in args.held_out if h in sets]:
+        rows = sets[held]
+        pages = [r[0] for r in rows]
+        train_examples = [PageExample(x, y, name) for name, s in sets.items() if name != held
+                          for _, blocks, x, y in s if len(blocks)] + generated
+        gbdt = train(train_examples, "gbdt")
+        sequence = train(train_examples, "sequence", max_seconds=args.sequence_seconds)
         with tempfile.TemporaryDirectory() as model_dir:
-            size = {"hidden_size": args.hidden, "num_hidden_layers": args.layers,
-                    "num_attention_heads": max(1, args.hidden // 32), "intermediate_size": 2 * args.hidden}
-            _, report = train(train_examples, Path(model_dir), WindowSettings(max_block_tokens=args.max_block_tokens),
-                              max_seconds=args.train_seconds, size=size, log=lambda *_: None)
-            dripper = DripperArm(extractor="dripper", labeler={"kind": "encoder", "model": model_dir})
+            arm = BlockClassifierArm(extractor="block_classifier", model=str(gbdt.save(Path(model_dir))))
             results[held] = {
-                "pages": len(pages), "train_pages": len(train_examples), "train_steps": report["steps"],
-                "dripper_encoder": arm_scores(dripper, pages),
-                "dripper_oracle": arm_scores(dripper, pages, OracleLabeler(examples[held])),
+                "pages": len(pages), "train_pages": len(train_examples),
+                "block_classifier": arm_scores(arm, pages),
+                "sequence_model": {"rouge5_f1": rouge_of_choices(rows, lambda x, y: sequence.main_blocks(x)),
+                                   "epochs": sequence.report["epochs"]},
+                "oracle": {"rouge5_f1": rouge_of_choices(rows, lambda x, y: y > 0)},
                 "trafilatura": arm_scores(traf, pages),
+                "resiliparse": arm_scores(resiliparse, pages),
             }
         r = results[held]
-        print(f"{held:22} pages {r['pages']:4}  encoder {r['dripper_encoder']['rouge5_f1']:.4f} "
-              f"({r['dripper_encoder']['pages_per_s']:.1f} p/s)  oracle {r['dripper_oracle']['rouge5_f1']:.4f}  "
-              f"trafilatura {r['trafilatura']['rouge5_f1']:.4f} ({r['trafilatura']['pages_per_s']:.1f} p/s)", flush=True)
+        print(f"{held:22} pages {r['pages']:4}  block_classifier {r['block_classifier']['rouge5_f1']:.4f} "
+              f"({r['block_classifier']['pages_per_s']:.1f} p/s)  sequence {r['sequence_model']['rouge5_f1']:.4f}  "
+              f"oracle {r['oracle']['rouge5_f1']:.4f}  trafilatura {r['trafilatura']['rouge5_f1']:.4f} "
+              f"({r['trafilatura']['pages_per_s']:.1f} p/s)  resiliparse {r['resiliparse']['rouge5_f1']:.4f} "
+              f"({r['resiliparse']['pages_per_s']:.1f} p/s)", flush=True)
+    means = {arm: {k: statistics.fmean(r[arm][k] for r in results.values()) for k in results[next(iter(results))][arm]
+                   if k != "epochs"}
+             for arm in ("block_classifier", "sequence_model", "oracle", "trafilatura", "resiliparse")}
+    print("\nmean over held-out sets: " + "  ".join(
+        f"{arm} {m['rouge5_f1']:.4f}" + (f" ({m['pages_per_s']:.1f} p/s)" if "pages_per_s" in m else "")
+        for arm, m in means.items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
+    args.out.write_text(json.dumps({"held_out": results, "means": means, "max_pages": args.max_pages,
+                                    "generated": args.generated}, indent=2) + "\n")
+    print(f"wrote {args.out}")
     return 0
 
 

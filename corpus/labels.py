@@ -85,15 +85,21 @@ def block_texts(map_html: str) -> dict[int, str]:
     return texts
 
 
-def align_labels(map_html: str, item_ids: list[int], gold_text: str, threshold: float = 0.667) -> dict[int, str]:
-    """Web2Text alignment: main when more than `threshold` of a block's characters align to gold."""
+def aligned_shares(texts: list[str], gold_text: str) -> list[float]:
+    """Web2Text alignment: the share of each text's characters (texts in page order) that align
+    to the gold text (its Markdown marks removed); 0 for an empty text."""
     from web2text import align, normalize_text
 
+    leaves = [(None, normalize_text(t)) for t in texts]
+    scores = align(leaves, _MARKDOWN.sub(" ", gold_text))
+    return [scores.get(n, 0.0) if leaf[1] else 0.0 for n, leaf in enumerate(leaves)]
+
+
+def align_labels(map_html: str, item_ids: list[int], gold_text: str, threshold: float = 0.667) -> dict[int, str]:
+    """Main when more than `threshold` of a block's characters align to gold."""
     texts = block_texts(map_html)
-    leaves = [(None, normalize_text(texts.get(i, ""))) for i in item_ids]
-    gold = _MARKDOWN.sub(" ", gold_text)
-    scores = align(leaves, gold)
-    return {i: MAIN if scores[n] > threshold and leaves[n][1] else OTHER for n, i in enumerate(item_ids)}
+    shares = aligned_shares([texts.get(i, "") for i in item_ids], gold_text)
+    return {i: MAIN if share > threshold else OTHER for i, share in zip(item_ids, shares)}
 
 
 def mark_labels(map_html: str, item_ids: list[int]) -> dict[int, str]:

@@ -153,8 +153,9 @@ def test_every_registered_extractor_kind_is_an_arm_with_a_step():
 
     names = [kind_name(k) for k in KINDS]
     assert len(set(names)) == len(names)
-    # dripper needs options (its labeler); gold is a bound, not an extractor to run by name
-    assert set(names) - set(standalone_kinds()) == {"dripper", "gold"}
+    # dripper and block_classifier need options (a labeler, a model); gold is a bound, not an
+    # extractor to run by name
+    assert set(names) - set(standalone_kinds()) == {"dripper", "block_classifier", "gold"}
     for name in standalone_kinds():
         arm = default_arm(name)
         assert arm.extractor == name and hasattr(arm.step(), "run")

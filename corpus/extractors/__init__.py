@@ -14,12 +14,13 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from corpus.extractors.base import ExtractorArm
 from corpus.extractors.baselines import JustextArm, ReadabilityArm, ResiliparseArm, WholePageArm
+from corpus.extractors.block_classifier import BlockClassifierArm
 from corpus.extractors.dripper import DripperArm
 from corpus.extractors.gold import GoldArm
 from corpus.extractors.trafilatura import TrafilaturaArm
 
 KINDS: tuple[type[ExtractorArm], ...] = (
-    TrafilaturaArm, DripperArm, ResiliparseArm, ReadabilityArm, JustextArm, WholePageArm, GoldArm)
+    TrafilaturaArm, DripperArm, BlockClassifierArm, ResiliparseArm, ReadabilityArm, JustextArm, WholePageArm, GoldArm)
 
 ArmConfig = Annotated[Union[KINDS], Field(discriminator="extractor")]
 
@@ -48,5 +49,5 @@ def standalone_kinds() -> list[str]:
     return names
 
 
-__all__ = ["KINDS", "ArmConfig", "DripperArm", "ExtractorArm", "GoldArm", "TrafilaturaArm", "default_arm", "kind_name",
+__all__ = ["KINDS", "ArmConfig", "BlockClassifierArm", "DripperArm", "ExtractorArm", "GoldArm", "TrafilaturaArm", "default_arm", "kind_name",
            "standalone_kinds"]

@@ -68,3 +68,4 @@ class WholePage(BaselineExtractor):
 
     def extract_page(self, html: str) -> str:
         return html2text_markdown(html)
+

@@ -1,0 +1,119 @@
+"""Per-block features of a page (corpus.blocks), as found useful by Boilerpipe, Dragnet, Web2Text
+and NeuScraper: text shape (length, link density, punctuation, stop words), the tag and its
+ancestry, class/id words (a few known ones, the rest hashed), the position in the page, the
+relation to the page's longest block and to the blocks sharing its parent, and the same shape
+features of the two blocks before and after.
+
+`page_features(blocks)` returns one row per block (float32); `FEATURE_NAMES` names the columns.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+import numpy as np
+
+from corpus.blocks import Block
+
+TAGS = ("p", "h1", "h2", "h3", "h456", "ul", "ol", "dl", "table", "pre", "math", "#inline", "dtdd", "caption")
+ANCESTORS = ("nav", "header", "footer", "aside", "form", "article", "main", "li", "td", "blockquote", "section", "center")
+POSITIVE = frozenset("content article post entry body main text story blog news detail single page column".split())
+NEGATIVE = frozenset("nav menu footer header sidebar side comment comments share sharing social related ad ads advert "
+                     "banner breadcrumb breadcrumbs widget cookie copyright promo sponsor login search subscribe tag tags "
+                     "meta author date byline reply navigation nav-links pagination rss links skip hidden".split())
+HASH_BUCKETS = 32
+NEIGHBOURS = (-2, -1, 1, 2)
+STOP_WORDS = frozenset(
+    "the of and to a in is that for it as was with be by on not he i this are or his from at which but have an they "
+    "you were her she there been one all we their has would when if so what its can who our will more no out up them "
+    "into than then about also some could these two may other time like only over such after most very".split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PUNCT = re.compile(r"[.,;:!?\"'()\[\]«»“”‘’。，；：！？、]")
+_SENTENCE_END = re.compile(r"[.!?。！？]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+SHAPE = ("log_chars", "log_words", "link_density", "punct_share", "digit_share", "stop_share", "cjk_share",
+         "mean_word_len", "log_sentences", "ends_sentence")
+FEATURE_NAMES = (
+    *SHAPE, *(f"tag_{t}" for t in TAGS), *(f"in_{a}" for a in ANCESTORS), "depth", "relative_depth",
+    "positive_words", "negative_words", *(f"word_hash_{i}" for i in range(HASH_BUCKETS)),
+    "position", "chars_before", "log_page_chars", "log_page_blocks", "page_share", "to_longest",
+    "longest_parent", "shared_ancestry", "distance_to_longest", "parent_share", "log_parent_blocks",
+    *(f"n{o:+d}_{f}" for o in NEIGHBOURS for f in ("present", "log_chars", "link_density", "stop_share", "tag_p",
+                                                    "same_parent")),
+)
+
+
+def _tag(block: Block) -> str:
+    t = block.tag
+    if t in ("h4", "h5", "h6"):
+        return "h456"
+    if t in ("dt", "dd"):
+        return "dtdd"
+    if t in ("caption", "figcaption"):
+        return "caption"
+    return t if t in TAGS else "#inline" if t == "#inline" else "p"
+
+
+def _shape(block: Block) -> list[float]:
+    text = block.text
+    chars = len(text)
+    words = _WORD.findall(text.lower())
+    n_words = max(len(words), 1)
+    return [
+        np.log1p(chars), np.log1p(len(words)), min(block.link_chars / max(chars, 1), 1.0),
+        len(_PUNCT.findall(text)) / max(chars, 1), sum(c.isdigit() for c in text) / max(chars, 1),
+        sum(w in STOP_WORDS for w in words) / n_words, len(_CJK.findall(text)) / max(chars, 1),
+        sum(map(len, words)) / n_words, np.log1p(len(_SENTENCE_END.findall(text))),
+        float(bool(_SENTENCE_END.match(text[-1:]))),
+    ]
+
+
+def page_features(blocks: list[Block]) -> np.ndarray:
+    n = len(blocks)
+    if not n:
+        return np.zeros((0, len(FEATURE_NAMES)), dtype=np.float32)
+    shapes = [_shape(b) for b in blocks]
+    chars = np.array([len(b.text) for b in blocks], dtype=np.float64)
+    total = chars.sum()
+    before = np.concatenate([[0.0], np.cumsum(chars)[:-1]])
+    longest = int(chars.argmax())
+    max_depth = max(len(b.ancestors) for b in blocks)
+    parent_chars: dict[int, float] = {}
+    parent_blocks: dict[int, int] = {}
+    for b, c in zip(blocks, chars):
+        parent_chars[b.parent] = parent_chars.get(b.parent, 0.0) + c
+        parent_blocks[b.parent] = parent_blocks.get(b.parent, 0) + 1
+    top = blocks[longest].ancestors
+    rows = []
+    for i, b in enumerate(blocks):
+        tag = _tag(b)
+        ancestors = set(b.ancestors)
+        hashed = [0.0] * HASH_BUCKETS
+        for w in b.words:
+            hashed[zlib.crc32(w.encode()) % HASH_BUCKETS] += 1.0
+        shared = 0
+        for x, y in zip(b.ancestors, top):
+            if x != y:
+                break
+            shared += 1
+        row = [
+            *shapes[i], *(float(tag == t) for t in TAGS), *(float(a in ancestors) for a in ANCESTORS),
+            float(len(b.ancestors)), len(b.ancestors) / max_depth,
+            float(sum(w in POSITIVE for w in b.words)), float(sum(w in NEGATIVE for w in b.words)), *hashed,
+            i / n, before[i] / max(total, 1), np.log1p(total), np.log1p(n), chars[i] / max(total, 1),
+            chars[i] / max(chars[longest], 1), float(b.parent == blocks[longest].parent),
+            shared / max(len(b.ancestors), 1), abs(i - longest) / n,
+            parent_chars[b.parent] / max(total, 1), np.log1p(parent_blocks[b.parent]),
+        ]
+        for o in NEIGHBOURS:
+            j = i + o
+            if 0 <= j < n:
+                s = shapes[j]
+                row += [1.0, s[0], s[2], s[5], float(_tag(blocks[j]) == "p"), float(blocks[j].parent == b.parent)]
+            else:
+                row += [0.0] * 6
+        rows.append(row)
+    return np.asarray(rows, dtype=np.float32)
+

@@ -1,0 +1,171 @@
+"""The block classifier's model: P(main) for every block of a page from its features
+(corpus.block_features), and how it is trained, saved and loaded.
+
+Two kinds, trained on the same examples:
+- `gbdt`: LightGBM gradient-boosted trees over each block's features (its neighbours' shape is
+  among them), saved as LightGBM's text model;
+- `sequence`: a bidirectional GRU over the page's standardised feature rows, so every block
+  sees the whole page (as Web2Text's smoothing and Dripper's whole-page prompt do); torch.
+
+A model is a folder: `block_model.json` (kind, feature names, threshold, training report) and
+`gbdt.txt` or `sequence.pt`. It is loaded once per datatrove task.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from corpus.block_features import FEATURE_NAMES
+
+META = "block_model.json"
+PAGES_PER_BATCH = 16
+Kind = Literal["gbdt", "sequence"]
+
+
+@dataclass
+class PageExample:
+    """One page's feature rows and the label of each row (1: main content)."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    source: str = ""  # align | marks | teacher | generated
+
+
+class BlockModel:
+    def __init__(self, kind: Kind, threshold: float = 0.5, report: dict | None = None):
+        self.kind, self.threshold, self.report = kind, threshold, report or {}
+        self.booster = None  # gbdt
+        self.network = None  # sequence
+        self.mean = self.std = None
+
+    # ---------------------------------------------------------------- inference
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        if not len(features):
+            return np.zeros(0, dtype=np.float32)
+        if self.kind == "gbdt":
+            return self.booster.predict(features, num_threads=1).astype(np.float32)
+        with torch.no_grad():
+            x = torch.from_numpy((features - self.mean) / self.std).unsqueeze(0)
+            return torch.sigmoid(self.network(x))[0].numpy()
+
+    def main_blocks(self, features: np.ndarray) -> np.ndarray:
+        return self.probabilities(features) > self.threshold
+
+    # ---------------------------------------------------------------- files
+
+    def save(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.kind == "gbdt":
+            self.booster.save_model(str(folder / "gbdt.txt"))
+        else:
+            torch.save({"state": self.network.state_dict(), "mean": self.mean, "std": self.std,
+                        "hidden": self.network.hidden}, folder / "sequence.pt")
+        (folder / META).write_text(json.dumps({"kind": self.kind, "threshold": self.threshold,
+                                               "features": list(FEATURE_NAMES), "report": self.report}, indent=2) + "\n")
+        return folder
+
+    @classmethod
+    def load(cls, folder: Path) -> BlockModel:
+        meta = json.loads((Path(folder) / META).read_text())
+        if meta["features"] != list(FEATURE_NAMES):
+            raise ValueError(f"{folder}: trained on other features than corpus.block_features computes; retrain it")
+        model = cls(meta["kind"], meta["threshold"], meta["report"])
+        if model.kind == "gbdt":
+            import lightgbm
+
+            model.booster = lightgbm.Booster(model_file=str(Path(folder) / "gbdt.txt"))
+        else:
+            saved = torch.load(Path(folder) / "sequence.pt", weights_only=False)
+            model.network = PageGRU(len(FEATURE_NAMES), saved["hidden"])
+            model.network.load_state_dict(saved["state"])
+            model.network.eval()
+            model.mean, model.std = saved["mean"], saved["std"]
+        return model
+
+
+class PageGRU(nn.Module):
+    """Block feature rows of a page in, one logit per block out: a bidirectional GRU gives each
+    block the page around it, and the head sees that context beside the block's own features."""
+
+    def __init__(self, features: int, hidden: int):
+        super().__init__()
+        self.hidden = hidden
+        self.gru = nn.GRU(features, hidden, batch_first=True, bidirectional=True)
+        self.out = nn.Sequential(nn.Linear(2 * hidden + features, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        context, _ = self.gru(x)
+        return self.out(torch.cat([context, x], dim=-1)).squeeze(-1)
+
+
+# ---------------------------------------------------------------- training
+
+
+def train(examples: list[PageExample], kind: Kind = "gbdt", seed: int = 0, max_seconds: float = 300,
+          trees: int = 400, hidden: int = 64) -> BlockModel:
+    """A model of `kind` on the examples; training stops at `max_seconds` (sequence: between
+    epochs; gbdt: its trees are few enough to finish in time on 2 cores)."""
+    examples = [e for e in examples if len(e.labels)]
+    if not examples:
+        raise ValueError("no labelled blocks to train on")
+    started = time.perf_counter()
+    blocks = sum(len(e.labels) for e in examples)
+    report = {"pages": len(examples), "blocks": blocks, "main_share": float(sum(e.labels.sum() for e in examples) / blocks),
+              "sources": {s: sum(e.source == s for e in examples) for s in sorted({e.source for e in examples})}}
+    model = BlockModel(kind, report=report)
+    if kind == "gbdt":
+        import lightgbm
+
+        x = np.vstack([e.features for e in examples])
+        y = np.concatenate([e.labels for e in examples])
+        params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 20,
+                  "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
+                  "deterministic": True, "num_threads": 2, "verbose": -1}
+        model.booster = lightgbm.train(params, lightgbm.Dataset(x, y), num_boost_round=trees)
+        report["trees"] = trees
+    else:
+        _train_sequence(model, examples, seed, max_seconds, hidden)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    return model
+
+
+def _train_sequence(model: BlockModel, examples: list[PageExample], seed: int, max_seconds: float, hidden: int) -> None:
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    stacked = np.vstack([e.features for e in examples])
+    model.mean = stacked.mean(axis=0).astype(np.float32)
+    model.std = (stacked.std(axis=0) + 1e-6).astype(np.float32)
+    pages = [(torch.from_numpy((e.features - model.mean) / model.std), torch.from_numpy(e.labels.astype(np.float32)))
+             for e in examples]
+    network = PageGRU(stacked.shape[1], hidden)
+    optimizer = torch.optim.AdamW(network.parameters(), lr=3e-3, weight_decay=1e-4)
+    started, epochs = time.perf_counter(), 0
+    while epochs < 40 and time.perf_counter() - started < max_seconds:
+        # batches of pages of similar length, padded; padding is masked out of the loss
+        rng.shuffle(pages)
+        order = sorted(range(len(pages)), key=lambda i: len(pages[i][1]))
+        batches = [order[i:i + PAGES_PER_BATCH] for i in range(0, len(order), PAGES_PER_BATCH)]
+        rng.shuffle(batches)
+        for batch in batches:
+            x = nn.utils.rnn.pad_sequence([pages[i][0] for i in batch], batch_first=True)
+            y = nn.utils.rnn.pad_sequence([pages[i][1] for i in batch], batch_first=True)
+            mask = nn.utils.rnn.pad_sequence([torch.ones(len(pages[i][1])) for i in batch], batch_first=True)
+            optimizer.zero_grad()
+            loss = (nn.functional.binary_cross_entropy_with_logits(network(x), y, reduction="none") * mask).sum() / mask.sum()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+            optimizer.step()
+        epochs += 1
+    network.eval()
+    model.network = network
+    model.report["epochs"] = epochs

@@ -1,0 +1,129 @@
+"""Train the block classifier (`extractor: block_classifier`).
+
+    python -m corpus.block_training --out DIR [--pages PATH...] [--generated N] \
+        [--teacher CONFIG --arm ARM --warc PATH...] [--kind gbdt|sequence] [--max-seconds S]
+
+Every source is a page with a reference text, and every label comes the same way: the page's
+blocks (corpus.blocks) are aligned to that text with Web2Text's aligner (corpus.labels), and a
+block is main when more than `--threshold` of its characters align.
+- `--pages`: annotated page files (the shared sets, WebMainBench JSONL with its marks, the
+  sample's gold.jsonl); the reference is the gold main content;
+- `--generated N`: N pages of the project's generator (corpus.sample), gold from its templates;
+- `--teacher`: any extractor arm of an experiment config (the Dripper LLM on a GPU, say) run on
+  the records of `--warc`; the reference is what the teacher extracted (distillation).
+
+Writes the model folder (`block_model.json` and the model file) to DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from corpus.block_features import page_features
+from corpus.block_model import PageExample, train
+from corpus.blocks import page_blocks
+from corpus.labels import aligned_shares
+
+THRESHOLD = 0.5
+
+
+def page_example(html: str, reference: str, source: str, threshold: float = THRESHOLD) -> PageExample | None:
+    """The page's block features labelled by alignment to `reference`; None without blocks."""
+    blocks = page_blocks(html)
+    if not blocks:
+        return None
+    shares = np.array(aligned_shares([b.text for b in blocks], reference))
+    return PageExample(page_features(blocks), (shares > threshold).astype(np.float32), source)
+
+
+def examples_from_page_files(paths: Iterable[Path], threshold: float = THRESHOLD, limit: int | None = None):
+    from evaluation.pages import load_pages
+
+    for path in paths:
+        for page in load_pages(path, limit):
+            if page.gold is not None:  # partial-gold pages (snippets) give no labels
+                example = page_example(page.html, page.gold, "marks" if page.marked_html else "align", threshold)
+                if example is not None:
+                    yield example
+
+
+def examples_from_generated(count: int, seed: int, threshold: float = THRESHOLD):
+    from corpus.markdown import html2text_markdown
+    from corpus.sample import generate_pages
+
+    for page in generate_pages(count, seed):
+        example = page_example(page.html, html2text_markdown(page.gold_html), "generated", threshold)
+        if example is not None:
+            yield example
+
+
+def examples_from_teacher(step, documents, threshold: float = THRESHOLD):
+    """`step` is a teacher arm's datatrove step; `documents` carry page HTML. The teacher's text
+    of each page it extracted becomes that page's reference."""
+    pages = {}
+
+    def remember():
+        for doc in documents:
+            pages[doc.id] = doc.text
+            yield doc
+
+    for doc in step.run(remember()):
+        example = page_example(pages.pop(doc.id), doc.text, "teacher", threshold)
+        if example is not None:
+            yield example
+
+
+def warc_documents(config, warcs: list[Path]):
+    """The records of `warcs` past the config's record guard, as documents of page HTML."""
+    from corpus.records import AccountedWarcReader, RecordGuard
+
+    guard = RecordGuard(config.extraction.max_html_bytes, config.extraction.max_control_char_ratio)
+    for warc in warcs:
+        for doc in AccountedWarcReader(str(warc.parent)).read_file(warc.name):
+            if guard.filter(doc) is True:
+                yield doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.block_training", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--pages", nargs="+", type=Path, default=[])
+    parser.add_argument("--max-pages", type=int, help="at most this many pages per page file")
+    parser.add_argument("--generated", type=int, default=0, help="generated pages to add")
+    parser.add_argument("--seed", type=int, default=0, help="generator and training seed")
+    parser.add_argument("--teacher", help="experiment config whose --arm labels the --warc records")
+    parser.add_argument("--arm", help="the teacher arm")
+    parser.add_argument("--warc", nargs="+", type=Path, default=[])
+    parser.add_argument("--kind", choices=["gbdt", "sequence"], default="gbdt")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD, help="aligned share of a block's characters to call it main")
+    parser.add_argument("--max-seconds", type=float, default=300)
+    args = parser.parse_args(argv)
+    if bool(args.teacher) != bool(args.warc) or bool(args.teacher) != bool(args.arm):
+        parser.error("--teacher, --arm and --warc go together")
+    examples = list(examples_from_page_files(args.pages, args.threshold, args.max_pages))
+    examples += examples_from_generated(args.generated, args.seed, args.threshold) if args.generated else []
+    if args.teacher:
+        from configs.experiment import load_experiment_or_exit
+
+        config = load_experiment_or_exit(args.teacher)
+        if args.arm not in config.extractor_arms:
+            parser.error(f"--arm {args.arm!r} is not an extractor arm of {args.teacher}")
+        examples += examples_from_teacher(config.extractor_arms[args.arm].step(), warc_documents(config, args.warc),
+                                          args.threshold)
+    if not examples:
+        parser.error("no labelled pages: give --pages, --generated or a teacher")
+    model = train(examples, args.kind, seed=args.seed, max_seconds=args.max_seconds)
+    model.save(args.out)
+    print(f"{args.kind} model on {model.report['pages']} pages ({model.report['blocks']} blocks, "
+          f"{model.report['main_share']:.0%} main) in {model.report['seconds']}s: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""The CPU extractor (`extractor: block_classifier`): the page's blocks on selectolax's Lexbor
+parser (corpus.blocks), a small model that labels each block main or not from its features
+(corpus.block_features, corpus.block_model), the main blocks as Markdown. The model is a folder
+written by `python -m corpus.block_training`. The step is
+`corpus.extractors.block_classifier_step`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import field_validator
+
+from configs.base import require_model_folder
+from corpus.extractors.base import ExtractorArm
+
+
+class BlockClassifierArm(ExtractorArm):
+    extractor: Literal["block_classifier"]
+    model: str  # the model folder (block_model.json and the model file)
+
+    @field_validator("model")
+    @classmethod
+    def _model_folder(cls, value: str) -> str:
+        return require_model_folder(value, "block_model.json", "train one with python -m corpus.block_training")
+
+    def step(self):
+        from corpus.extractors.block_classifier_step import BlockClassifier
+
+        return BlockClassifier(self.model)
