@@ -40,10 +40,12 @@ $(LID_MODEL): | $(STAMP)
 
 DEMO_TRAIN = out/local/labeler-train
 DEMO_ENCODER = out/local/models/encoder-labeler
+DEMO_BLOCKS = out/local/models/block-classifier
 
-# The demo is the user's own commands on the embedded default config, after training the CPU
-# labeler of its Dripper arm on generated pages (another seed than the demo's WARC).
-demo: setup $(DEMO_ENCODER)/block_labeler.json
+# The demo is the user's own commands on the embedded default config, after training its two CPU
+# models on generated pages (another seed than the demo's WARC): the Dripper arm's block labeler
+# and the block classifier arm's trees.
+demo: setup $(DEMO_ENCODER)/block_labeler.json $(DEMO_BLOCKS)/block_model.json
 	bash slurm/extract.sh configs/local.yaml
 	$(PY) -m corpus.ledger configs/local.yaml
 	$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
@@ -55,6 +57,9 @@ $(DEMO_ENCODER)/block_labeler.json: | setup
 	$(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000
 	$(PY) -m corpus.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels
 	$(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100
+
+$(DEMO_BLOCKS)/block_model.json: | setup
+	$(PY) -m corpus.block_training --generated 200 --seed 1000 --out $(DEMO_BLOCKS)
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

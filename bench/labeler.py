@@ -1,6 +1,6 @@
 """The block classifier against Trafilatura and Resiliparse, leave-one-dataset-out.
 
-    python -m bench.labeler [--max-pages 150] [--held-out cleaneval ...] [--generated 0] [--sequence-seconds 120]
+    python -m bench.labeler [--max-pages 400] [--held-out cleaneval ...] [--generated 0] [--sequence-seconds 60]
 
 For each held-out full-gold set of ../shared/data/extraction: label the blocks (corpus.blocks) of
 every set by aligning them to the gold (corpus.block_training), train the classifier on all the
@@ -64,10 +64,10 @@ def arm_scores(arm, pages) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--max-pages", type=int, default=150, help="pages per set (labels and scoring)")
+    parser.add_argument("--max-pages", type=int, default=400, help="pages per set (labels and scoring)")
     parser.add_argument("--held-out", nargs="+", default=FULL_GOLD)
     parser.add_argument("--generated", type=int, default=0, help="generated pages added to every training set")
-    parser.add_argument("--sequence-seconds", type=float, default=120, help="training time of the sequence model")
+    parser.add_argument("--sequence-seconds", type=float, default=60, help="training time of the sequence model")
     parser.add_argument("--out", type=Path, default=Path("bench/results/labeler.json"))
     args = parser.parse_args()
     files = {name: SHARED_PAGE_SETS / name / "pages.jsonl.gz" for name in FULL_GOLD

@@ -88,15 +88,16 @@ def test_paper_config_loads():
 
 
 def test_local_config_loads(tmp_path, monkeypatch):
-    # the local config names the demo's labeler folder relative to the repository root
+    # the local config names the demo's model folders relative to the repository root
     shutil.copytree(REPO / "configs", tmp_path / "configs")
-    model = tmp_path / "out" / "local" / "models" / "encoder-labeler"
-    model.mkdir(parents=True)
-    (model / "block_labeler.json").write_text("{}")
+    for folder, marker in (("encoder-labeler", "block_labeler.json"), ("block-classifier", "block_model.json")):
+        model = tmp_path / "out" / "local" / "models" / folder
+        model.mkdir(parents=True)
+        (model / marker).write_text("{}")
     monkeypatch.chdir(tmp_path)
     config = load_experiment("configs/local.yaml")
-    assert set(config.arms) == {"trafilatura", "dripper", "whole_page", "gold"}
-    assert config.tokenizer_arms() == ["trafilatura", "dripper", "whole_page"]
+    assert set(config.arms) == {"trafilatura", "dripper", "block_classifier", "whole_page", "gold"}
+    assert config.tokenizer_arms() == ["trafilatura", "dripper", "block_classifier", "whole_page"]
     assert config.arms["dripper"].labeler.kind == "encoder"
     assert config.inputs.sample is not None
 

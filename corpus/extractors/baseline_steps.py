@@ -68,4 +68,3 @@ class WholePage(BaselineExtractor):
 
     def extract_page(self, html: str) -> str:
         return html2text_markdown(html)
-
