@@ -13,7 +13,7 @@ corpus gets.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "button", "select", "option",
                   "input", "textarea", "canvas", "object", "embed", "video", "audio", "map", "link", "meta", "title"})
@@ -23,7 +23,7 @@ WHOLE = frozenset({"table", "ul", "ol", "dl", "pre", "math"})
 INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del", "dfn", "em", "font",
                     "i", "img", "ins", "kbd", "label", "mark", "nobr", "q", "s", "samp", "small", "span", "strike",
                     "strong", "sub", "sup", "time", "tt", "u", "var", "wbr"})
-# what ends up in the block's ancestry: the tags and the class/id words the features look at
+# the words of class and id attributes ("post-body main_col" -> post, body, main, col)
 _TOKEN = re.compile(r"[a-z]+")
 
 
@@ -40,7 +40,6 @@ class Block:
     words: tuple[str, ...]  # class/id words of the block and its ancestors
     link_chars: int
     parent: int  # identifies the parent element (blocks of one container share it)
-    extra: dict = field(default_factory=dict)
 
 
 class _Walker:

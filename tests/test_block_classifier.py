@@ -7,7 +7,7 @@ import pytest
 from conftest import make_config
 
 from corpus.block_features import FEATURE_NAMES, page_features
-from corpus.block_model import BlockModel, PageExample, train
+from corpus.block_model import BlockModel, train
 from corpus.block_training import examples_from_generated, examples_from_teacher, page_example
 from corpus.blocks import blocks_markdown, page_blocks
 
