@@ -450,6 +450,11 @@ class ExperimentConfig(StrictModel):
         seeds = self.pretrain.seeds if self.pretrain else []
         return [(arm, seed) for arm in self.arms for seed in seeds]
 
+    def relative(self, path: Path | str) -> str:
+        """A path under the output root as written into outputs, so that the same run in another
+        folder writes the same bytes."""
+        return str(Path(path).relative_to(self.output_root))
+
     def arm_dir(self, arm: str) -> Path:
         return self.output_root / "extract" / arm
 

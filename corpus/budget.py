@@ -13,6 +13,7 @@ lists the selected documents (WARC record ids) in training order.
 from __future__ import annotations
 
 import gzip
+import io
 import hashlib
 import json
 from pathlib import Path
@@ -31,8 +32,10 @@ class BudgetError(ValueError):
 
 
 def token_shards(config: ExperimentConfig, arm: str) -> list[str]:
-    """The tokenisation stage's outputs of an arm (path prefixes), in task order."""
-    return sorted(str(p.with_suffix("")) for p in (config.dataset_dir(arm) / "tokens").glob("*.idx"))
+    """The tokenisation stage's outputs of an arm (path prefixes), in task order; a task that got
+    no documents (more tasks than input files) leaves an empty `.bin`, which is no shard."""
+    return sorted(str(p.with_suffix("")) for p in (config.dataset_dir(arm) / "tokens").glob("*.idx")
+                  if p.with_suffix(".bin").stat().st_size > 0)
 
 
 def selected_document_ids(config: ExperimentConfig, arm: str, chosen: np.ndarray) -> list[str]:
@@ -117,7 +120,7 @@ class TokenBudget(PipelineStep):
         prefix = self.config.dataset_prefix(arm)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=shards[0].index.dtype)
-        with gzip.open(prefix.parent / "selected_ids.txt.gz", "wt") as id_file:
+        with gzip.GzipFile(prefix.parent / "selected_ids.txt.gz", "wb", mtime=0) as raw, io.TextIOWrapper(raw) as id_file:
             for n, i in enumerate(chosen):
                 s = int(np.searchsorted(starts, i, side="right")) - 1
                 tokens = shards[s][int(i - starts[s])]
@@ -134,10 +137,10 @@ class TokenBudget(PipelineStep):
             "documents": len(chosen),
             "last_document_kept_tokens": int(last_tokens),
             "last_document_tokens": int(lengths[chosen[-1]]),
-            "path_prefix": str(prefix),
+            "path_prefix": self.config.relative(prefix),
             "bin_sha256": file_sha256(Path(f"{prefix}.bin")),
             "idx_sha256": file_sha256(Path(f"{prefix}.idx")),
-            "source_shards": token_shards(self.config, arm),
+            "source_shards": [self.config.relative(p) for p in token_shards(self.config, arm)],
         }
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
@@ -148,7 +151,7 @@ class TokenBudget(PipelineStep):
         manifest = {
             "tokens_per_arm": self.config.dataset.tokens_per_arm,
             "seed": self.config.dataset.seed,
-            "tokenizer": {"path": str(self.config.tokenizer_dir()), "sha256": tokenizer_sha256(self.config.tokenizer_dir()),
+            "tokenizer": {"path": self.config.relative(self.config.tokenizer_dir()), "sha256": tokenizer_sha256(self.config.tokenizer_dir()),
                           "eos_token": self.config.tokenizer.eos_token},
             "arms": arms,
         }

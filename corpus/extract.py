@@ -21,11 +21,13 @@ import argparse
 import sys
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.provenance import write_provenance
 from corpus.budget import BudgetError
 from corpus.inputs import resolve_inputs
 from corpus.plan import ShortInputs, check_plan
-from corpus.stages import UNTIL, corpus_stages, run_local, submit_slurm
+from corpus.stages import UNTIL, corpus_stages, run_local, stage_folder, submit_slurm
 from corpus.summary import print_summaries, summarize_arm, write_summary
+from slurm.console import add_verbose_flag, apply_verbose_flag, say
 
 
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
@@ -38,11 +40,14 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
             raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
         print(f"warning (--allow-short): {short}", file=sys.stderr)
     stages = corpus_stages(config, base, paths_file, until, arms)
+    for folder in sorted({stage_folder(config, stage) for stage in stages}):
+        if warning := write_provenance(folder, config):
+            say(f"warning: {warning}")
     if executor == "slurm":
         for label, job in submit_slurm(config, stages).items():
             print(f"{label}: {'done already' if job == '-1' else 'job ' + job}")
         return []
-    run_local(stages)
+    run_local(config, stages)
     summaries = []
     for arm in arms or list(config.extractor_arms):
         summaries.append(summarize_arm(config, arm))
@@ -61,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run even if the latest plan (python -m corpus.plan) projects the inputs short of the budget")
     parser.add_argument("--executor", choices=["local", "slurm"], default="local",
                         help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
     unknown = set(args.arms or []) - set(config.extractor_arms)
     if unknown:
@@ -73,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except (BudgetError, ShortInputs) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
-    if summaries:
+    if summaries and (args.until == "extract" or args.arms):
         print_summaries(summaries)
-        if args.until != "extract" and not args.arms:
-            print(f"every stage, every arm: python -m corpus.ledger {args.config}")
+    elif summaries:
+        say(f"every record through every stage: python -m corpus.ledger {args.config}")
     else:
         print(f"submitted; when the jobs finish: python -m corpus.ledger {args.config}")
     return 0

@@ -119,7 +119,7 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
     wall: dict[str, float] = {}
     for stage in stages:
         started = time.perf_counter()
-        run_local([stage])
+        run_local(pilot, [stage])
         wall[stage.label] = wall.get(stage.label, 0.0) + time.perf_counter() - started
     arms = {}
     for name, arm in pilot.arms.items():

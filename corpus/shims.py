@@ -38,3 +38,20 @@ def shut_down_engine(labeler) -> None:
     engine = getattr(labeler.backend, "_llm", None)
     if engine is not None and hasattr(engine, "llm_engine"):
         engine.llm_engine.engine_core.shutdown()
+
+
+# ---------------------------------------------------------------- fsspec (datatrove's file layer)
+
+
+def gzip_without_timestamps() -> None:
+    """Byte-identical `.gz` outputs: Python's GzipFile stamps the write time into every header,
+    and fsspec (through which datatrove's writers open files) offers no way to pass `mtime`.
+    Registered again for "gzip" with `mtime=0`; reading is unchanged."""
+    from gzip import GzipFile
+
+    from fsspec.compression import register_compression
+
+    def gzip_file(f, mode="rb", **kwargs):
+        return GzipFile(fileobj=f, mode=mode, mtime=0, **kwargs)
+
+    register_compression("gzip", gzip_file, "gz", force=True)

@@ -19,6 +19,7 @@ have finished (`afterok`), so the whole flow is submitted at once.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,10 @@ from corpus.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
 from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps, record_filters
 from corpus.records import AccountedWarcReader, RecordGuard
 from corpus.reference_steps import ReferenceDraw, TokenQuota, reference_reader, write_reference_paths
+from corpus.progress import ConsoleExecutor, TapReader, expected_documents, reads_documents
+from corpus.summary import counters, find_step, merged_stats, summarize_arm
 from corpus.tokenizer import SharedTokenizer
+from slurm import console
 
 UNTIL = ("extract", "postprocess", "dataset")
 ONE_TASK = Resources(tasks=1, workers=1)
@@ -51,10 +55,16 @@ class Stage:
     needs: list[Stage] = field(default_factory=list)
     tasks: int | None = None  # default: resources.tasks
     one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
+    part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
 
     @property
     def label(self) -> str:
         return f"{self.name}-{self.arm}" if self.arm else self.name
+
+    @property
+    def part_label(self) -> str:
+        part = self.part or self.name
+        return f"{part}-{self.arm}" if self.arm else part
 
 
 def local_workers(stage: Stage) -> int:
@@ -80,7 +90,7 @@ def extraction_pipeline(config: ExperimentConfig, arm_name: str, base: str, path
     filters (URL blocklist), then the arm's extractor, then a JSONL writer. What differs between
     arms is the extractor step alone."""
     return [
-        AccountedWarcReader(base, paths_file=str(paths_file), doc_progress=True),
+        AccountedWarcReader(base, paths_file=str(paths_file)),
         RecordGuard(config.extraction.max_html_bytes, config.extraction.max_control_char_ratio),
         *record_filters(config, arm_name),
         config.arms[arm_name].step(),
@@ -108,7 +118,8 @@ def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
 
 
 def _reader(folder: Path) -> JsonlReader:
-    return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False)
+    # no `file_path` metadata: it would write this run's absolute folder into every later output
+    return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False, add_file_path=False)
 
 
 def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, tokenizer: Stage | None) -> list[Stage]:
@@ -145,7 +156,10 @@ def postprocess_stages(config: ExperimentConfig, arm: str, extract: Stage, token
         JsonlWriter(str(post_dir / "output"), output_filename="${rank}.jsonl.gz"),
         RecordIdWriter(str(post_dir / "ids")),
     ], res, logs / MINHASH_FILTER_STAGE, [mh_cluster])
-    return [sigs, find, filtered, mh_sigs, mh_buckets, mh_cluster, mh_filter]
+    stages = [sigs, find, filtered, mh_sigs, mh_buckets, mh_cluster, mh_filter]
+    for stage in stages:
+        stage.part = "postprocess"
+    return stages
 
 
 def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: str = "dataset",
@@ -195,12 +209,69 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
     return stages
 
 
-def run_local(stages: list[Stage]) -> None:
-    from datatrove.executor import LocalPipelineExecutor
+def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
+    """Every stage here, in order: a bar per stage, a closing line per part, library output in
+    `<output_root>/logs/<part>.log` (corpus.progress)."""
+    for i, stage in enumerate(stages):
+        log = config.output_root / "logs" / f"{stage.part_label}.log"
+        tasks = stage.tasks or stage.resources.tasks
+        taps = stage.logs / "progress" if reads_documents(stage.pipeline) else None
+        if taps is not None:
+            shutil.rmtree(taps, ignore_errors=True)
+            taps.mkdir(parents=True)
+        total = expected_documents(stage.pipeline[0]) if taps else tasks
+        with console.stage(stage.label, log, "docs" if taps else "tasks", total) as bar:
+            counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
+            counter.start()
+            try:
+                ConsoleExecutor(stage.pipeline, tasks=tasks, workers=local_workers(stage), logging_dir=str(stage.logs),
+                                skip_completed=True, log=log, tap_folder=taps).run()
+            finally:
+                counter.stop()
+        if i + 1 == len(stages) or stages[i + 1].part_label != stage.part_label:
+            console.closing_line(stage.part_label, part_counts(config, stage), part_output(config, stage), log)
 
-    for stage in stages:
-        LocalPipelineExecutor(stage.pipeline, tasks=stage.tasks or stage.resources.tasks, workers=local_workers(stage),
-                              logging_dir=str(stage.logs), skip_completed=True).run()
+
+def stage_folder(config: ExperimentConfig, stage: Stage) -> Path:
+    """The folder a stage's outputs go under (where its provenance is recorded)."""
+    folders = {"tokenize": lambda: config.dataset_dir(stage.arm), "budget": lambda: config.output_root / "datasets",
+               "tokenizer": config.tokenizer_dir, "extract": lambda: config.arm_dir(stage.arm),
+               "read": lambda: config.arm_dir(stage.arm), "postprocess": lambda: config.post_dir(stage.arm)}
+    return folders[stage.part or stage.name]()
+
+
+def part_output(config: ExperimentConfig, stage: Stage) -> Path:
+    if stage.name == "tokenize":
+        return config.dataset_dir(stage.arm) / "tokens"
+    if stage.name == "budget":
+        return config.output_root / "datasets"
+    if stage.name == "tokenizer":
+        return config.tokenizer_dir()
+    if stage.name == "extract" or (stage.name == "read" and config.arms[stage.arm].postprocess):
+        return config.arm_dir(stage.arm) / "output"
+    return config.post_dir(stage.arm) / "output"
+
+
+def part_counts(config: ExperimentConfig, last: Stage) -> str:
+    """The closing line's counts, from datatrove's stats of the part's stages."""
+    if last.name == "extract":
+        s = summarize_arm(config, last.arm)
+        return (f"{s['records']} records → {s['documents_out']} documents ({sum(s['dropped'].values())} dropped, "
+                f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}")
+    if last.name == "budget":
+        return f"{config.dataset.tokens_per_arm:,} tokens for each of {len(config.arms)} arms"
+    steps, _ = merged_stats(last.logs)
+    if last.name == "tokenizer":
+        return f"{config.tokenizer.kind}, {config.tokenizer.vocab_size:,} tokens, from {len(config.tokenizer_arms())} arms' text"
+    first, _ = merged_stats(config.post_dir(last.arm) / "logs" / "exact-signatures") if last.part == "postprocess" else (steps, 0)
+    n_in = counters(first[0]).get("documents", 0) if first else 0
+    if last.name == "read":
+        n_in = counters(find_step(steps, ReferenceDraw)).get("read", 0)
+    if last.name == "tokenize":
+        return f"{n_in} documents → {counters(steps[-1]).get('tokens', 0):,} tokens"
+    written = counters(find_step(steps, JsonlWriter))
+    tokens = f", {written['doc_len_tokens']:,} tokens" if "doc_len_tokens" in written else ""
+    return f"{n_in} → {written.get('total', 0)} documents{tokens}"
 
 
 def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, str]:

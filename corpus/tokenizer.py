@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import random
 from pathlib import Path
@@ -60,11 +61,12 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
     from transformers import LlamaTokenizer
 
     out.mkdir(parents=True, exist_ok=True)
-    corpus_file = out / "sample.txt"
-    # SentencePiece reads sentences; a document's lines are enough context for BPE merges
-    corpus_file.write_text("\n".join(line for t in texts for line in t.splitlines() if line.strip()), encoding="utf-8")
+    # SentencePiece reads sentences; a document's lines are enough context for BPE merges. From
+    # an iterator into memory: the model then records no file path and is the same in any folder.
+    lines = (line for t in texts for line in t.splitlines() if line.strip())
+    model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        input=str(corpus_file), model_prefix=str(out / "tokenizer"), vocab_size=options.vocab_size,
+        sentence_iterator=lines, model_writer=model, vocab_size=options.vocab_size,
         # identity normalisation keeps newlines and runs of spaces (Markdown needs them); bytes
         # outside the vocabulary fall back to byte tokens, so every text round-trips
         model_type="bpe", byte_fallback=True, split_digits=True, character_coverage=0.9995,
@@ -73,7 +75,7 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
         seed_sentencepiece_size=1_000_000, num_threads=1, minloglevel=2,
         hard_vocab_limit=False,
     )
-    corpus_file.unlink()
+    (out / "tokenizer.model").write_bytes(model.getvalue())
     # Llama's tokenizer class reads tokenizer.model and saves the fast tokenizer.json beside it
     LlamaTokenizer.from_pretrained(str(out), legacy=False).save_pretrained(str(out))
 

@@ -82,7 +82,7 @@ def processed(tmp_path_factory, sample_dir):
         write_extraction_output(config, arm, shards)
     base, paths_file = resolve_inputs(config)
     stages = corpus_stages(config, base, paths_file)
-    run_local([s for s in stages if s.name != "extract"])  # extraction output is hand-made
+    run_local(config, [s for s in stages if s.name != "extract"])  # extraction output is hand-made
     return config, shards, fate
 
 

@@ -1,0 +1,112 @@
+"""What made an output folder: `provenance.json` beside its outputs, with the git commit, the
+config's hash, the seeds and the package versions.
+
+The same run in another output folder writes the same file (the output root is left out of the
+hash, and there is no timestamp), so provenance never breaks a byte-for-byte comparison of two
+runs. A folder first made by another commit, config or package set keeps a note of that, and the
+console says so: its outputs are then a mix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from configs.experiment import ExperimentConfig
+
+REPO = Path(__file__).resolve().parents[1]
+FILE = "provenance.json"
+# the packages whose version changes what the suite writes or measures
+PACKAGES = ("datatrove", "trafilatura", "selectolax", "lightgbm", "mineru-html", "vllm", "sentencepiece", "tokenizers",
+            "transformers", "torch", "megatron-core", "lm-eval", "numpy")
+
+
+@cache
+def git_commit() -> str:
+    """HEAD, with `-dirty` when tracked files differ from it; `unknown` outside a git checkout."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        return head + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+@cache
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+@cache
+def package_set_sha256() -> str:
+    """Of every installed distribution and version: two environments with the same hash are the
+    same package set."""
+    dists = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
+    return hashlib.sha256("\n".join(dists).encode()).hexdigest()
+
+
+def config_sha256(config: ExperimentConfig) -> str:
+    """Of the validated config, defaults included, the output root left out."""
+    dump = config.model_dump(mode="json", exclude={"output_root"})
+    return hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()
+
+
+def seeds(config: ExperimentConfig) -> dict[str, object]:
+    """Every `seed`/`seeds` field of the config, by its dotted key."""
+    found: dict[str, object] = {}
+
+    def walk(value, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k in ("seed", "seeds") and v is not None:
+                    found[f"{key}.{k}".lstrip(".")] = v
+                else:
+                    walk(v, f"{key}.{k}")
+
+    walk(config.model_dump(mode="json"), "")
+    return found
+
+
+def provenance(config: ExperimentConfig) -> dict:
+    return {"git_commit": git_commit(), "config": config.name, "config_sha256": config_sha256(config),
+            "seeds": seeds(config), "python": sys.version.split()[0], "packages": package_versions(),
+            "package_set_sha256": package_set_sha256()}
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    return [key for key in ("git_commit", "config_sha256", "package_set_sha256") if old.get(key) != new.get(key)]
+
+
+def write_provenance(folder: Path, config: ExperimentConfig) -> str | None:
+    """Record what makes `folder`'s outputs; returns a warning when the folder was begun by
+    another commit, config or package set (the first maker stays recorded under `begun_by`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path, new = folder / FILE, provenance(config)
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    previous = {k: v for k, v in old.items() if k != "begun_by"}
+    warning = None
+    if "begun_by" in old:
+        new["begun_by"] = old["begun_by"]
+    if previous and (changed := differences(previous, new)):
+        new.setdefault("begun_by", previous)
+        warning = f"{folder}: begun with another {', '.join(changed)}; its outputs may mix both (see {path})"
+    path.write_text(json.dumps(new, indent=2, sort_keys=True) + "\n")
+    return warning
+
+
+def read_provenance(folder: Path) -> dict | None:
+    path = folder / FILE
+    return json.loads(path.read_text()) if path.is_file() else None
