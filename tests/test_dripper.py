@@ -1,3 +1,5 @@
+import gzip
+import json
 import re
 
 import pytest
@@ -118,3 +120,41 @@ def test_fast_mapping_equals_mineru_html_mapping(seed):
         _, map_html, ids = simplify_page(page.html)
         labels = {i: rng.choice([MAIN, OTHER]) for i in ids}
         assert main_html_from_labels(map_html, labels) == extract_main_html(map_html, {str(k): v for k, v in labels.items()})
+
+
+class DeadEngine:
+    """A mineru-html backend whose engine has died: every batch raises, as vLLM's EngineDeadError."""
+
+    def process(self, inputs):
+        raise RuntimeError("EngineDeadError: EngineCore encountered an issue")
+
+
+def test_a_dead_engine_fails_the_task_and_its_rerun_redoes_it(tmp_path):
+    """No page of the task goes to the fallback; the task is not marked complete; a re-run with a
+    working engine redoes it and only it."""
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    from corpus.labelers import LabelerEngineError
+    from corpus.labelers.llm import MineruBackendLabeler
+
+    pages = generate_pages(6, seed=3)
+    (tmp_path / "in").mkdir()
+    with gzip.open(tmp_path / "in" / "pages.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps({"text": d.text, "id": d.id, "metadata": d.metadata}) + "\n" for d in docs_for(pages))
+
+    def run(labeler):
+        LocalPipelineExecutor([JsonlReader(str(tmp_path / "in")), ARM.step(labeler),
+                               JsonlWriter(str(tmp_path / "out"), output_filename="${rank}.jsonl.gz")],
+                              tasks=1, workers=1, logging_dir=str(tmp_path / "logs")).run()
+
+    with pytest.raises(LabelerEngineError, match="no page went to the fallback"):
+        run(MineruBackendLabeler(DeadEngine(), "v2"))
+    assert not (tmp_path / "logs" / "completions" / "00000").exists()
+    assert not list((tmp_path / "logs" / "stats").glob("*.json"))
+
+    run(ConstantLabeler(lambda p: PageLabels(labels={i: MAIN for i in p.item_ids})))
+    assert (tmp_path / "logs" / "completions" / "00000").exists()
+    out = [json.loads(line) for line in gzip.open(tmp_path / "out" / "00000.jsonl.gz", "rt")]
+    assert len(out) == 6 and {d["metadata"]["extraction"] for d in out} == {"labels"}

@@ -6,7 +6,7 @@ datatrove task and serves all its batches.
 
 from __future__ import annotations
 
-from corpus.labelers.base import MAIN, OTHER, BlockLabeler, BlockPage, PageLabels
+from corpus.labelers.base import MAIN, OTHER, BlockLabeler, BlockPage, LabelerEngineError, PageLabels
 
 _LABELERS: dict[str, BlockLabeler] = {}
 
@@ -18,4 +18,4 @@ def get_labeler(config) -> BlockLabeler:
     return _LABELERS[key]
 
 
-__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "PageLabels", "get_labeler"]
+__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "LabelerEngineError", "PageLabels", "get_labeler"]

@@ -1,8 +1,9 @@
 """The one interface every block labeler implements.
 
 A labeler gets simplified pages (mineru-html's simplified HTML with `_item_id` blocks) and
-returns, per page, a main/other label for every block id, or the reason it could not. Errors are
-data, not exceptions: one bad page never fails a batch.
+returns, per page, a main/other label for every block id, or the reason it could not. A page's
+errors are data, not exceptions: one bad page never fails a batch. A dead engine is an exception
+(LabelerEngineError): it fails the task, which a re-run then redoes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAIN, OTHER = "main", "other"
+
+
+class LabelerEngineError(RuntimeError):
+    """The model could not answer at all (engine died, server unreachable after its retries)."""
 
 
 @dataclass(frozen=True)

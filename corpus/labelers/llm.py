@@ -13,17 +13,13 @@ constrains the answer to `<answer>1main2other…</answer>` over that page's ids,
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
-from corpus.labelers.base import BlockLabeler, BlockPage, PageLabels, labels_from_response
+from corpus.labelers.base import BlockLabeler, BlockPage, LabelerEngineError, PageLabels, labels_from_response
 from corpus.labelers.config import EndpointLabelerConfig, VllmLabelerConfig
 from corpus.shims import set_backend_engine
-
-logger = logging.getLogger(__name__)
-
 
 class MineruBackendLabeler(BlockLabeler):
     """Labels pages with any mineru-html InferenceBackend configured for the compact format."""
@@ -31,7 +27,6 @@ class MineruBackendLabeler(BlockLabeler):
     def __init__(self, backend, prompt_version: str):
         self.backend = backend
         self.prompt_version = prompt_version
-        self._warned = False
 
     def label(self, pages: Sequence[BlockPage]) -> list[PageLabels]:
         from mineru_html.base import MinerUHTMLGenerateInput
@@ -44,11 +39,11 @@ class MineruBackendLabeler(BlockLabeler):
         }
         try:
             outputs, errors = self.backend.process(inputs)
-        except Exception as e:  # an engine failure fails this batch's pages, not the job
-            if not self._warned:
-                logger.warning("labeler failed on a batch of %d pages: %r", len(pages), e)
-                self._warned = True
-            return [PageLabels(error="labeler_error") for _ in pages]
+        except Exception as e:
+            # the engine (or the server) is gone: the task fails and its re-run redoes it, rather
+            # than every later page of the task going to the fallback as if the model had refused it
+            raise LabelerEngineError(f"the labeler engine failed on a batch of {len(pages)} pages: {e!r}. "
+                                     "This task fails (no page went to the fallback); a re-run redoes it.") from e
         results = []
         for i, page in enumerate(pages):
             key = str(i)
