@@ -288,6 +288,9 @@ class TrainingConfig(StrictModel):
     checkpoint_every: int = Field(ge=1)  # steps; the last step is always saved
     log_every: int = Field(1, ge=1)
     peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
+    # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
+    # (float sums depend on how the work is split between threads)
+    cpu_threads: int = Field(2, ge=1)
 
 
 class PretrainConfig(StrictModel):
@@ -343,6 +346,7 @@ class EvaluationConfig(StrictModel):
     batch_size: int | Literal["auto"] = "auto"
     max_gen_toks: int | None = None  # generation budget (CoQA); None: the task's own (256)
     limit: int | None = Field(None, ge=1)  # documents per task, for quick looks; None: all
+    cpu_threads: int = Field(2, ge=1)  # torch threads on CPU: the same scores on any machine
     slurm: EvaluationSlurm = EvaluationSlurm()
 
 

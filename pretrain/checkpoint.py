@@ -1,14 +1,20 @@
 """Checkpoints with megatron-core dist_checkpointing: model, optimizer, data position and RNG.
 
 Layout: `<run_dir>/checkpoints/step_0000100/` (torch_dist format, any number of ranks can load
-it) and `<run_dir>/checkpoints/latest` (the last complete step, written after every rank saved).
+it) and `<run_dir>/checkpoints/latest` (the last complete step, replaced atomically after every
+rank saved). A job killed while saving leaves a step folder without megatron's `metadata.json`
+(written last): resume skips it, starts from the newest complete checkpoint, and the step is saved
+again from scratch.
 The data position is the step (samples are drawn by step, see pretrain/data.py); the RNG states
 are rank 0's (dropout is off, so they matter only to code that draws random numbers later).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +28,32 @@ def checkpoint_dir(run_dir: Path, step: int) -> Path:
     return run_dir / "checkpoints" / f"step_{step:07d}"
 
 
+def is_complete(path: Path) -> bool:
+    """dist_checkpointing writes `metadata.json` after every rank's shards (then a barrier)."""
+    try:
+        return "sharded_backend" in json.loads((path / "metadata.json").read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint not after the `latest` marker (any complete one when the
+    marker is missing); None to start from scratch."""
     marker = run_dir / "checkpoints" / "latest"
-    return checkpoint_dir(run_dir, int(marker.read_text())) if marker.is_file() else None
+    try:
+        newest = int(marker.read_text())
+    except (OSError, ValueError):
+        newest = None
+    steps = sorted((int(p.name.removeprefix("step_")) for p in (run_dir / "checkpoints").glob("step_*")), reverse=True)
+    return next((checkpoint_dir(run_dir, s) for s in steps
+                 if (newest is None or s <= newest) and is_complete(checkpoint_dir(run_dir, s))), None)
+
+
+def incomplete_checkpoints(run_dir: Path) -> list[Path]:
+    """Step folders a killed save left behind (newer than the checkpoint resumed from)."""
+    latest = latest_checkpoint(run_dir)
+    return [p for p in sorted((run_dir / "checkpoints").glob("step_*"))
+            if latest is None or p.name > latest.name]
 
 
 def _rng_state() -> dict:
@@ -65,12 +94,17 @@ def save_checkpoint(run_dir: Path, step: int, model, optimizer, platform: Platfo
     from megatron.core import dist_checkpointing
 
     path = checkpoint_dir(run_dir, step)
+    if dist.get_rank() == 0 and path.exists():  # half-written by a killed job: start it afresh
+        shutil.rmtree(path)
+    dist.barrier()
     path.mkdir(parents=True, exist_ok=True)
     state = _state(model, optimizer, platform, loading=False) | {"step": step, "rng": _rng_state()}
     dist_checkpointing.save(state, str(path))
     dist.barrier()
     if dist.get_rank() == 0:
-        (run_dir / "checkpoints" / "latest").write_text(str(step))
+        tmp = run_dir / "checkpoints" / "latest.tmp"
+        tmp.write_text(str(step))
+        os.replace(tmp, run_dir / "checkpoints" / "latest")  # never a torn marker
     return path
 
 

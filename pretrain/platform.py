@@ -32,9 +32,9 @@ class Platform:
 PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12, "B200": 2250e12}
 
 
-def detect(peak_flops: float | None = None) -> Platform:
-    """The local accelerator, or the CPU. `peak_flops` overrides the table (and is the only
-    source on CPU, where there is no sensible table)."""
+def detect(peak_flops: float | None = None, cpu_threads: int | None = None) -> Platform:
+    """The local accelerator, or the CPU (with `cpu_threads` torch threads when given). `peak_flops`
+    overrides the table (and is the only source on CPU, where there is no sensible table)."""
     if torch.cuda.is_available():
         local_rank = int(os.environ.get("LOCAL_RANK", 0))
         torch.cuda.set_device(local_rank)
@@ -42,6 +42,8 @@ def detect(peak_flops: float | None = None) -> Platform:
         table = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
         return Platform(torch.device("cuda", local_rank), "nccl", torch.bfloat16, peak_flops or table)
     use_cpu()
+    if cpu_threads:
+        torch.set_num_threads(cpu_threads)
     return Platform(torch.device("cpu"), "gloo", torch.float32, peak_flops)
 
 

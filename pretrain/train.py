@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,9 @@ import torch
 import torch.distributed as dist
 
 from configs.experiment import ExperimentConfig, TrainingConfig, load_experiment_or_exit
+from configs.provenance import write_provenance
+from slurm import console
+from slurm.console import say
 
 
 def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
@@ -38,10 +42,11 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
     return floor + (training.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None) -> Path:
+def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None) -> Path:
+    """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
-    from pretrain.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+    from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts, training_steps
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import build_model
@@ -54,7 +59,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     last_step = min(steps, stop_at or steps)
 
     # ---- where: devices, process group, seeds
-    platform = detect(training.peak_flops)
+    platform = detect(training.peak_flops, training.cpu_threads)
     init_distributed(platform)
     rank, world = dist.get_rank(), dist.get_world_size()
     if training.global_batch_size % (world * training.micro_batch_size):
@@ -62,6 +67,8 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
                          f"{world} ranks x micro_batch_size {training.micro_batch_size}")
     seed_everything(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if rank == 0 and (warning := write_provenance(run_dir, config)):
+        say(f"warning: {warning}")
 
     # ---- model, optimiser, data
     vocab, eos_id, bos_id = tokenizer_facts(config)
@@ -80,18 +87,26 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
 
     # ---- resume
     start = 0
+    if rank == 0:
+        for path in incomplete_checkpoints(run_dir):
+            say(f"[{arm} seed {seed}] {path}: left by a killed job, skipped (saved again when training gets there)")
     if (latest := latest_checkpoint(run_dir)) is not None:
         start = load_checkpoint(latest, model, optimizer, platform)
+        hf_dir = run_dir / "hf" / f"step_{start:07d}"
         if rank == 0:
-            print(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})", flush=True)
+            say(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})")
+            if not (hf_dir / "xsuite.json").is_file():  # the job died before exporting it
+                write_hf(megatron_weights(model), run, start, hf_dir)
+    if progress:
+        progress(start)
     if start >= last_step:
         return run_dir
     log, tensorboard = None, None
     if rank == 0:
         log_path = run_dir / "log.jsonl"
-        kept = [line for line in (log_path.read_text().splitlines() if log_path.is_file() else [])
-                if json.loads(line)["step"] <= start]  # steps after the checkpoint are redone
-        log_path.write_text("".join(line + "\n" for line in kept))
+        kept = [record for record in map(log_record, log_path.read_text().splitlines() if log_path.is_file() else [])
+                if record and record["step"] <= start]  # steps after the checkpoint are redone
+        log_path.write_text("".join(json.dumps(record) + "\n" for record in kept))
         log = log_path.open("a")
         from torch.utils.tensorboard import SummaryWriter
 
@@ -137,10 +152,20 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             if rank == 0:
                 write_hf(megatron_weights(model), run, done, run_dir / "hf" / f"step_{done:07d}")
                 print(f"[{arm} seed {seed}] step {done}/{steps} loss {loss_sum.item() / world:.4f}", flush=True)
+        if progress:
+            progress(done)
     if rank == 0:
         log.close()
         tensorboard.close()
     return run_dir
+
+
+def log_record(line: str) -> dict | None:
+    """A line of log.jsonl; None for the torn last line of a killed job."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, seed: int | None) -> list[tuple[str, int]]:
@@ -154,31 +179,41 @@ def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, s
     return [(a, s) for a, s in config.runs() if arm in (None, a) and seed in (None, s)]
 
 
-def print_losses(config: ExperimentConfig, runs: list[tuple[str, int]]) -> None:
-    """Final training loss per run (mean of the last 10 logged steps)."""
-    print(f"{'arm':<16}{'seed':>6}{'steps':>8}{'tokens':>14}{'final loss':>12}")
-    for arm, seed in runs:
-        log = config.run_dir(arm, seed) / "log.jsonl"
-        records = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
-        if records:
-            final = sum(r["loss"] for r in records[-10:]) / len(records[-10:])
-            print(f"{arm:<16}{seed:>6}{records[-1]['step']:>8}{records[-1]['tokens']:>14,}{final:>12.4f}")
+def run_summary(config: ExperimentConfig, arm: str, seed: int) -> str:
+    """Steps, tokens and final loss (mean of the last 10 logged steps) of a run."""
+    log = config.run_dir(arm, seed) / "log.jsonl"
+    records = [r for r in map(log_record, log.read_text().splitlines() if log.is_file() else []) if r]
+    if not records:
+        return "no step logged"
+    final = sum(r["loss"] for r in records[-10:]) / len(records[-10:])
+    return f"{records[-1]['step']} steps, {records[-1]['tokens']:,} tokens, final loss {final:.4f}"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pretrain.data import training_steps
+
     parser = argparse.ArgumentParser(prog="python -m pretrain.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--arm", help="default: every arm")
     parser.add_argument("--seed", type=int, help="default: every seed of pretrain.seeds")
     parser.add_argument("--stop-at", type=int, help="stop after saving this step (as a preemption would)")
+    console.add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    console.apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
     runs = selected_runs(config, args.config, args.arm, args.seed)
+    rank = int(os.environ.get("RANK", 0))
     for arm, seed in runs:
-        train(config, arm, seed, args.stop_at)
-    if dist.get_rank() == 0:
-        print_losses(config, runs)
+        title = f"train {arm} seed {seed}"
+        log = config.output_root / "logs" / f"train-{arm}-seed{seed}{f'-rank{rank}' if rank else ''}.log"
+        if rank:  # the console is rank 0's
+            with console.redirected(log):
+                train(config, arm, seed, args.stop_at)
+            continue
+        with console.stage(title, log, "steps", training_steps(config)[0]) as bar:
+            train(config, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
+        console.closing_line(title, run_summary(config, arm, seed), config.run_dir(arm, seed), log)
     dist.destroy_process_group()
     return 0
 

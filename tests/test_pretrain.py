@@ -128,3 +128,73 @@ def test_two_data_parallel_ranks_train_like_one(corpus_root, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "common state dict differs" not in done.stderr
     assert np.allclose(losses(config.run_dir("b", 2)), losses(single), atol=1e-5)
+
+
+# SIGKILL to the training process at one of two moments: between checkpoints (mid step 15), or
+# while the step-20 checkpoint is being written (a shard on disk, megatron's metadata.json not)
+KILLED_TRAINING = """
+import os, signal, sys
+from pathlib import Path
+
+import megatron.core.dist_checkpointing as dist_checkpointing
+import pretrain.train
+
+
+def killed_at_15_or_while_saving_20(moment):
+    if moment == "between-checkpoints":
+        learning_rate = pretrain.train.learning_rate
+
+        def killed_at_15(step, *args):
+            if step == 15:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return learning_rate(step, *args)
+
+        pretrain.train.learning_rate = killed_at_15
+    else:
+        save = dist_checkpointing.save
+
+        def killed_while_saving_20(state, path, *args, **kwargs):
+            if str(path).endswith("step_0000020"):
+                (Path(path) / "__0_0.distcp").write_bytes(b"half a shard")
+                os.kill(os.getpid(), signal.SIGKILL)
+            return save(state, path, *args, **kwargs)
+
+        dist_checkpointing.save = killed_while_saving_20
+
+
+if __name__ == "__main__":  # megatron's checkpoint writer starts processes that import this file
+    killed_at_15_or_while_saving_20(sys.argv[2])
+    pretrain.train.main([sys.argv[1], "--arm", "b", "--seed", "1"])
+"""
+
+
+@pytest.mark.parametrize("moment", ["between-checkpoints", "while-saving"])
+def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_losses(tmp_path, moment):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pretrain.checkpoint import is_complete
+    from pretrain.train import train
+
+    build_pretrain_corpus(tmp_path)
+    config = experiment(tmp_path)
+    whole = train(config, "a", seed=1)
+    (tmp_path / "exp.json").write_text(json.dumps(pretrain_experiment(tmp_path)))
+    (tmp_path / "killed.py").write_text(KILLED_TRAINING)
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "MASTER_PORT"} | {"PYTHONPATH": str(repo)}  # ours is taken
+    killed = subprocess.run([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "exp.json"), moment], cwd=repo,
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    run_dir = config.run_dir("b", 1)
+    assert (run_dir / "checkpoints" / "latest").read_text() == "10"
+    if moment == "while-saving":
+        assert not is_complete(run_dir / "checkpoints" / "step_0000020")
+
+    train(config, "b", seed=1)
+    assert losses(run_dir) == losses(whole)
+    assert is_complete(run_dir / "checkpoints" / "step_0000020")
+    assert sorted(p.name for p in (run_dir / "hf").iterdir()) == sorted(p.name for p in (whole / "hf").iterdir())
