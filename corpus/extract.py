@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from configs.base import ConfigError
+from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.budget import BudgetError
@@ -34,6 +36,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
                executor: str = "local", allow_short: bool = False) -> list[dict]:
     """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries. A full
     run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`."""
+    check_output_root(config.output_root)
     base, paths_file = resolve_inputs(config)
     if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
         if not allow_short:
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short)
-    except (BudgetError, ShortInputs) as e:
+    except (BudgetError, ShortInputs, ConfigError) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     if summaries and (args.until == "extract" or args.arms):

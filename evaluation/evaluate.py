@@ -19,8 +19,12 @@ import os
 import sys
 from pathlib import Path
 
+from configs.base import ConfigError
+from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.provenance import write_provenance
 from evaluation.suite import TASKS_DIR, load_suite
+from slurm import console
 from slurm.jobs import BatchJob, sbatch, write_job
 
 OFFLINE_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -63,7 +67,8 @@ def task_manager(config: ExperimentConfig):
     return TaskManager(include_path=paths)
 
 
-def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> Path:
+def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, progress=None) -> Path:
+    """Every benchmark of the suite on one checkpoint; `progress(n)` after each n tasks."""
     import lm_eval
     import torch
 
@@ -72,6 +77,8 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> 
     out = result_dir(config, info)
     out.mkdir(parents=True, exist_ok=True)
     cuda = torch.cuda.is_available()
+    if not cuda:
+        torch.set_num_threads(options.cpu_threads)
     results: dict = {"results": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-samples": {}}
     for shots in sorted({b.shots for b in suite.benchmarks}):  # lm-eval takes one shot count per call
         tasks = [t for b in suite.benchmarks if b.shots == shots for t in b.tasks + (b.cloze or [])]
@@ -87,6 +94,8 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager) -> 
             with open(out / f"samples_{task}.jsonl", "w") as f:
                 for sample in samples:
                     f.write(json.dumps(sample, default=str) + "\n")
+        if progress:
+            progress(len(tasks))
     results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "seed": info["seed"], "step": info["step"],
                 "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
@@ -123,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--submit", action="store_true", help="submit a Slurm job array instead of running here")
     parser.add_argument("--checkpoint", type=Path, help="evaluate this exported checkpoint only")
+    console.add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    console.apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
     if config.evaluation is None or config.pretrain is None:
         print(f"{args.config}: needs pretrain and evaluation sections", file=sys.stderr)
@@ -131,13 +142,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.submit:
         submit(config, args.config)
         return 0
+    try:
+        check_output_root(config.output_root)
+    except ConfigError as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
+    if not args.checkpoint and not exported_checkpoints(config):
+        print(f"{args.config}: no exported checkpoint under {config.output_root / 'train'}; "
+              f"train first: bash slurm/pretrain.sh {args.config}", file=sys.stderr)
+        return 2
     todo = [args.checkpoint] if args.checkpoint else pending(config)
     if not todo:
-        print("every checkpoint is evaluated")
+        console.say("every checkpoint is evaluated")
         return 0
-    manager = task_manager(config)
+    log = config.output_root / "logs" / "evaluate.log"
+    with console.redirected(log):
+        manager = task_manager(config)
+    tasks = sum(len(b.tasks + (b.cloze or [])) for b in load_suite().benchmarks)
+    runs: dict[tuple[str, int], list[Path]] = {}
     for checkpoint in todo:
-        print(f"wrote {evaluate_checkpoint(config, checkpoint, manager)}", flush=True)
+        info = checkpoint_info(checkpoint)
+        runs.setdefault((info["arm"], info["seed"]), []).append(checkpoint)
+    for (arm, seed), checkpoints in runs.items():
+        title = f"evaluate {arm} seed {seed}"
+        if warning := write_provenance(config.eval_dir(arm, seed), config):
+            console.say(f"warning: {warning}")
+        with console.stage(title, log, "tasks", len(checkpoints) * tasks) as bar:
+            for checkpoint in checkpoints:
+                evaluate_checkpoint(config, checkpoint, manager, progress=bar.update)
+        console.closing_line(title, f"{len(checkpoints)} checkpoints × {tasks} tasks", config.eval_dir(arm, seed), log)
     return 0
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.provenance import read_provenance
 from corpus.ledger import BUDGET, EXTRACTION, READ, rows_by_name
 from corpus.postprocess import output_step
 from corpus.reference import HUB, ReferenceArm
@@ -41,6 +42,7 @@ from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load
 BOOTSTRAP_REPLICATES = 2000
 COLUMNS = ("average", *CATEGORIES)
 COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
+REPORTED_PACKAGES = ("datatrove", "trafilatura", "torch", "megatron-core", "lm-eval", "transformers", "vllm")
 
 
 # ---------------------------------------------------------------- reading results
@@ -285,14 +287,15 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, replicate
     return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
             "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
             "curves": {arm: {str(t): v for t, v in sorted(curves[arm].items())} for arm in config.arms if arm in curves},
-            "extraction": extraction_context(config), "missing": missing_pieces(config, runs, suite)}
+            "extraction": extraction_context(config), "missing": missing_pieces(config, runs, suite),
+            "made_by": made_by(config)}
 
 
 def render_markdown(report: dict, suite: Suite) -> str:
     arms, table, diffs, ref = report["arms"], report["table"], report["differences"], report["reference_arm"]
     lines = [f"# {report['experiment']}: downstream scores per arm", ""]
     if not arms:
-        return "\n".join(lines + ["No evaluated checkpoints yet.", *[f"- {m}" for m in report["missing"]]]) + "\n"
+        return "\n".join(lines + ["No evaluated checkpoints yet."]) + "\n"
     form = {"cloze": "cloze forms (MMLU: mmlu_continuation, CommonsenseQA: commonsense_qa_cloze)",
             "standard": "standard (letter-choice) forms"}[report["headline_form"]]
     lines += [f"Final checkpoint of each seed, mean ± spread across seeds, in %. Headline uses the {form}.", "",
@@ -336,8 +339,38 @@ def render_markdown(report: dict, suite: Suite) -> str:
             rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
             lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
                          f"{num('tokens_post_processed')} | {num('documents_in_budget')} | {num('tokens_in_budget')} |")
-    if report["missing"]:
-        lines += ["", "## Missing", "", *[f"- {m}" for m in report["missing"]]]
+    return "\n".join(lines) + "\n"
+
+
+def render_missing(report: dict) -> str:
+    return "\n".join(["## Missing", "", *[f"- {m}" for m in report["missing"]]]) + "\n" if report["missing"] else ""
+
+
+def made_by(config: ExperimentConfig) -> dict[str, dict]:
+    """The provenance of every output folder the numbers come from, by folder."""
+    folders = [config.output_root / "datasets"]
+    folders += [d for arm, seed in config.runs() for d in (config.run_dir(arm, seed), config.eval_dir(arm, seed))]
+    return {config.relative(f): p for f in folders if (p := read_provenance(f))}
+
+
+def render_provenance(report: dict) -> str:
+    """Commit, config hash, package set and seeds; every folder made differently is named."""
+    made = report["made_by"]
+    if not made:
+        return ""
+    key = ("git_commit", "config_sha256", "package_set_sha256")
+    groups: dict[tuple, list[str]] = {}
+    for folder, p in made.items():
+        groups.setdefault(tuple(p.get(k) for k in key), []).append(folder)
+    first = next(iter(made.values()))
+    packages = ", ".join(f"{k} {v}" for k, v in first["packages"].items() if k in REPORTED_PACKAGES)
+    lines = ["## What made these numbers", "", f"- packages: {packages}; python {first['python']}",
+             "- seeds: " + ", ".join(f"{k} {v}" for k, v in first["seeds"].items())]
+    for (commit, config_hash, package_set), folders in groups.items():
+        where = "every output" if len(groups) == 1 else ", ".join(folders)
+        lines.append(f"- {where}: commit {commit}, config {config_hash[:12]}, package set {package_set[:12]}")
+    if len(groups) > 1:
+        lines.append("- **outputs made by different commits, configs or package sets: compare with care**")
     return "\n".join(lines) + "\n"
 
 
@@ -411,8 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     out = config.output_root / "report"
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(report, suite)
-    print(markdown)
-    (out / "report.md").write_text(markdown)
+    provenance, missing = render_provenance(report), render_missing(report)
+    (out / "report.md").write_text("\n".join(filter(None, [markdown, provenance, missing])))
+    # the console gets the headline table; report.md has every benchmark and what each arm read
+    print("\n".join(filter(None, [markdown.split("\nDifferences:")[0] + "\n", provenance, missing])))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
     if report["curves"]:

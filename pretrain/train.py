@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from configs.base import ConfigError
+from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, TrainingConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from slurm import console
@@ -179,6 +181,15 @@ def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, s
     return [(a, s) for a, s in config.runs() if arm in (None, a) and seed in (None, s)]
 
 
+def missing_inputs(config: ExperimentConfig, runs: list[tuple[str, int]]) -> list[str]:
+    """What the corpus flow should have left for these runs and did not."""
+    missing = [] if config.tokenizer_file().is_file() else [f"{config.tokenizer_file()}: no tokenizer"]
+    for arm in dict.fromkeys(arm for arm, _ in runs):
+        missing += [f"{p}: no dataset for arm {arm!r}" for p in (Path(f"{config.dataset_prefix(arm)}{s}") for s in (".bin", ".idx"))
+                    if not p.is_file()]
+    return missing
+
+
 def run_summary(config: ExperimentConfig, arm: str, seed: int) -> str:
     """Steps, tokens and final loss (mean of the last 10 logged steps) of a run."""
     log = config.run_dir(arm, seed) / "log.jsonl"
@@ -203,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     console.apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
     runs = selected_runs(config, args.config, args.arm, args.seed)
+    try:
+        check_output_root(config.output_root)
+    except ConfigError as e:
+        raise SystemExit(f"{args.config}: {e}") from None
+    if missing := missing_inputs(config, runs):
+        raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
+                         + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
     rank = int(os.environ.get("RANK", 0))
     for arm, seed in runs:
         title = f"train {arm} seed {seed}"
