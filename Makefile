@@ -42,24 +42,37 @@ DEMO_TRAIN = out/local/labeler-train
 DEMO_ENCODER = out/local/models/encoder-labeler
 DEMO_BLOCKS = out/local/models/block-classifier
 
+DEMO_LOG = out/local/logs/demo-models.log
+
 # The demo is the user's own commands on the embedded default config, after training its two CPU
 # models on generated pages (another seed than the demo's WARC): the Dripper arm's block labeler
-# and the block classifier arm's trees.
+# and the block classifier arm's trees. Each command prints a closing line per stage; library
+# output goes to out/local/logs/ (XSUITE_VERBOSE=1 brings it back).
 demo: setup $(DEMO_ENCODER)/block_labeler.json $(DEMO_BLOCKS)/block_model.json
-	bash slurm/extract.sh configs/local.yaml
-	$(PY) -m corpus.ledger configs/local.yaml
-	$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
-	bash slurm/pretrain.sh configs/local.yaml
-	bash slurm/evaluate.sh configs/local.yaml
-	$(PY) -m evaluation.report configs/local.yaml
+	@echo "== corpus: extraction, tokenizer, post-processing, tokenisation, budget (slurm/extract.sh)"
+	@bash slurm/extract.sh configs/local.yaml
+	@echo "== extraction quality on the demo's own gold (evaluation.extraction)"
+	@$(PY) -m evaluation.extraction --config configs/local.yaml --pages out/local/sample/gold.jsonl
+	@echo "== pretraining (slurm/pretrain.sh)"
+	@bash slurm/pretrain.sh configs/local.yaml
+	@echo "== lm-eval (slurm/evaluate.sh)"
+	@bash slurm/evaluate.sh configs/local.yaml
+	@echo "== report, with every record accounted for and where everything is (evaluation.report)"
+	@$(PY) -m evaluation.report configs/local.yaml
 
 $(DEMO_ENCODER)/block_labeler.json: | setup
-	$(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000
-	$(PY) -m corpus.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels
-	$(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100
+	@mkdir -p $(dir $(DEMO_LOG))
+	@echo "== demo models: the encoder labeler, 200 generated pages, 100 s (log: $(DEMO_LOG))"
+	@( $(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000 && \
+	   $(PY) -m corpus.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels && \
+	   $(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100 \
+	 ) >> $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
 $(DEMO_BLOCKS)/block_model.json: | setup
-	$(PY) -m corpus.block_training --generated 200 --seed 1000 --out $(DEMO_BLOCKS)
+	@mkdir -p $(dir $(DEMO_LOG))
+	@echo "== demo models: the block classifier, 200 generated pages (log: $(DEMO_LOG))"
+	@$(PY) -m corpus.block_training --generated 200 --seed 1000 --out $(DEMO_BLOCKS) >> $(DEMO_LOG) 2>&1 \
+	 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)

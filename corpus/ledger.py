@@ -191,16 +191,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m corpus.ledger", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
+    parser.add_argument("--summary", action="store_true", help="one line per arm instead of the tables")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     ledgers = [arm_ledger(config, arm) for arm in config.arms]
     overlaps = overlap(config)
-    print_ledger(ledgers, overlaps)
     path = config.output_root / "ledger.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"arms": ledgers, "overlap": overlaps}, indent=2) + "\n")
-    print(f"wrote {path}")
+    if args.summary:
+        stages = [r["stage"] for r in ledgers[0]["rows"]]
+        print("documents: in → after " + " → ".join(stages))
+        print("\n".join(summary_line(ledger, stages) for ledger in ledgers))
+        print(f"every step and reason: python -m corpus.ledger {args.config} ({path})")
+    else:
+        print_ledger(ledgers, overlaps)
+        print(f"wrote {path}")
     return 0
+
+
+def summary_line(ledger: dict, stages: list[str]) -> str:
+    """An arm's documents from its first row to its last (its stages named where they are not
+    `stages`), tokens at the end, and the balance."""
+    rows = ledger["rows"]
+    if not rows:
+        return f"  {ledger['arm']}: nothing yet"
+    counts = " → ".join([str(rows[0]["documents_in"]), *(str(r["documents_out"]) for r in rows)])
+    own = [r["stage"] for r in rows]
+    named = f" ({' → '.join(own)})" if own != stages else ""
+    tokens = f", {rows[-1]['tokens_out']:,} tokens" if rows[-1]["tokens_out"] is not None else ""
+    return f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: {'yes' if ledger['balanced'] else 'NO'}"
 
 
 if __name__ == "__main__":

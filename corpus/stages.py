@@ -228,7 +228,11 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
                                 skip_completed=True, log=log, tap_folder=taps).run()
             finally:
                 counter.stop()
-        if i + 1 == len(stages) or stages[i + 1].part_label != stage.part_label:
+        if i + 1 < len(stages) and stages[i + 1].part_label == stage.part_label:
+            continue
+        if stage.part == "postprocess" and stage.name != MINHASH_FILTER_STAGE:  # run stage by stage (the plan's pilot)
+            console.closing_line(stage.label, f"{tasks} tasks", stage.logs, log)
+        else:
             console.closing_line(stage.part_label, part_counts(config, stage), part_output(config, stage), log)
 
 

@@ -76,8 +76,10 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
         hard_vocab_limit=False,
     )
     (out / "tokenizer.model").write_bytes(model.getvalue())
-    # Llama's tokenizer class reads tokenizer.model and saves the fast tokenizer.json beside it
-    LlamaTokenizer.from_pretrained(str(out), legacy=False).save_pretrained(str(out))
+    # Llama's tokenizer class reads tokenizer.model and saves the fast tokenizer.json beside it;
+    # local_files_only is saved into tokenizer_config.json, so it is set rather than left to
+    # HF_HUB_OFFLINE (the same tokenizer, the same bytes)
+    LlamaTokenizer.from_pretrained(str(out), legacy=False, local_files_only=True).save_pretrained(str(out))
 
 
 class SharedTokenizer(PipelineStep):

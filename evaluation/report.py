@@ -34,7 +34,7 @@ import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
-from corpus.ledger import BUDGET, EXTRACTION, READ, rows_by_name
+from corpus.ledger import BUDGET, EXTRACTION, READ, arm_ledger, rows_by_name, summary_line
 from corpus.postprocess import output_step
 from corpus.reference import HUB, ReferenceArm
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
@@ -222,7 +222,7 @@ def arm_source(arm) -> str:
     return f"extractor: {arm.extractor}"
 
 
-def extraction_context(config: ExperimentConfig) -> dict:
+def extraction_context(config: ExperimentConfig, ledgers: list[dict]) -> dict:
     """Where each arm's text comes from, ROUGE-5 per arm (extraction benchmark) and
     documents/tokens kept (ledger), where present."""
     context = {name: {"source": arm_source(arm)} for name, arm in config.arms.items()}
@@ -234,11 +234,10 @@ def extraction_context(config: ExperimentConfig) -> dict:
             if scores:
                 context.setdefault(arm, {})["rouge5_f1"] = sum(scores) / len(scores)
                 context[arm]["rouge5_datasets"] = sorted(s["datasets"])
-    ledger = config.output_root / "ledger.json"
-    if ledger.is_file():
-        for arm_ledger in json.loads(ledger.read_text())["arms"]:
-            rows = rows_by_name(arm_ledger)
-            entry = context.setdefault(arm_ledger["arm"], {})
+    for ledger in ledgers:
+        if ledger["rows"]:
+            rows = rows_by_name(ledger)
+            entry = context.setdefault(ledger["arm"], {})
             if EXTRACTION in rows:
                 entry["records"] = rows[EXTRACTION]["documents_in"]
             # a reference corpus that joins after post-processing was filtered by its makers
@@ -255,6 +254,7 @@ def extraction_context(config: ExperimentConfig) -> dict:
 def build_report(config: ExperimentConfig, suite: Suite | None = None, replicates: int = BOOTSTRAP_REPLICATES) -> dict:
     suite = suite or load_suite()
     runs = load_runs(config)
+    ledgers = [arm_ledger(config, arm) for arm in config.arms]
     finals = final_runs(runs)
     arms = [arm for arm in config.arms if arm in finals]
     table = {}
@@ -287,7 +287,8 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, replicate
     return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
             "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
             "curves": {arm: {str(t): v for t, v in sorted(curves[arm].items())} for arm in config.arms if arm in curves},
-            "extraction": extraction_context(config), "missing": missing_pieces(config, runs, suite),
+            "extraction": extraction_context(config, ledgers), "ledgers": ledgers,
+            "missing": missing_pieces(config, runs, suite),
             "made_by": made_by(config)}
 
 
@@ -340,6 +341,25 @@ def render_markdown(report: dict, suite: Suite) -> str:
             lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
                          f"{num('tokens_post_processed')} | {num('documents_in_budget')} | {num('tokens_in_budget')} |")
     return "\n".join(lines) + "\n"
+
+
+def render_ledger(report: dict) -> str:
+    """Every arm's documents through the corpus flow, one line each (corpus.ledger)."""
+    ledgers = report["ledgers"]
+    if not any(ledger["rows"] for ledger in ledgers):
+        return ""
+    stages = [r["stage"] for r in ledgers[0]["rows"]]
+    return "\n".join(["## Every record accounted for", "", "documents: in → after " + " → ".join(stages),
+                      *(summary_line(ledger, stages) for ledger in ledgers)]) + "\n"
+
+
+def render_outputs(config: ExperimentConfig) -> str:
+    root = config.output_root
+    where = {"extracted documents": root / "extract", "post-processed documents and what was removed": root / "post",
+             "tokenizer": config.tokenizer_dir(), "token-matched datasets": root / "datasets",
+             "checkpoints and training logs": root / "train", "lm-eval results and samples": root / "eval",
+             "library logs": root / "logs"}
+    return "\n".join(["## Where everything is", "", *(f"  {what}: {path}" for what, path in where.items() if path.exists())])
 
 
 def render_missing(report: dict) -> str:
@@ -447,12 +467,14 @@ def main(argv: list[str] | None = None) -> int:
     provenance, missing = render_provenance(report), render_missing(report)
     (out / "report.md").write_text("\n".join(filter(None, [markdown, provenance, missing])))
     # the console gets the headline table; report.md has every benchmark and what each arm read
-    print("\n".join(filter(None, [markdown.split("\nDifferences:")[0] + "\n", provenance, missing])))
+    print("\n".join(filter(None, [markdown.split("\nDifferences:")[0] + "\n", render_ledger(report), provenance,
+                                   missing, render_outputs(config)])))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
     if report["curves"]:
         plot_curves(report, out)
-    print(f"wrote {out}/report.md, report.json, summary.csv, tasks.csv" + (", curves_*.png" if report["curves"] else ""))
+    print(f"  report: {out}/report.md (every benchmark), report.json, summary.csv, tasks.csv"
+          + (", curves_*.png" if report["curves"] else ""))
     return 0
 
 

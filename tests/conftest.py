@@ -1,3 +1,4 @@
+import hashlib
 import json
 import re
 import threading
@@ -24,6 +25,12 @@ def random_model(tmp_path_factory) -> Path:
     from corpus.labelers.random_model import build_random_model
 
     return build_random_model(tmp_path_factory.mktemp("random-labeler"), seed=0, max_positions=4096)
+
+
+def output_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under `root` but the logs (which hold times and host names)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and "logs" not in p.relative_to(root).parts}
 
 
 def make_config(output_root: Path, warc: Path, arms: dict, **extra) -> ExperimentConfig:

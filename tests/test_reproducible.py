@@ -7,7 +7,6 @@ manifest, provenance). A run killed with SIGKILL (the whole process group, as a 
 outputs of the uninterrupted run: no document lost or duplicated, every ledger balanced."""
 
 import gzip
-import hashlib
 import json
 import os
 import random
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import make_config, output_hashes
 
 from configs.provenance import read_provenance
 from corpus.extract import run_corpus
@@ -79,12 +78,6 @@ def experiment(root: Path, sample_dir: Path, out: str):
                        tokenizer={"kind": "sentencepiece", "vocab_size": 600, "sample_chars_per_arm": 20000},
                        dataset={"tokens_per_arm": 3000, "seed": 0},
                        postprocess={"minhash": {"num_buckets": 4, "hashes_per_bucket": 4}, "resources": two})
-
-
-def output_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under `root` but the logs (which hold times and host names)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "logs" not in p.relative_to(root).parts}
 
 
 @pytest.fixture(scope="module")

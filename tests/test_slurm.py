@@ -77,6 +77,57 @@ def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path,
     assert [s.stat().st_mtime_ns for s in stats] == first
 
 
+def squeue(env) -> list[str]:
+    out = subprocess.run(["squeue", "--noheader", "--format=%i %j %T"], env=env, check=True, capture_output=True, text=True)
+    return out.stdout.split("\n")[:-1]
+
+
+def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupted_outputs(tmp_path, slurm_env):
+    """scancel every job while the extraction arrays run (tasks killed mid-way, later stages never
+    start), re-submit: the outputs are byte-identical to an uninterrupted run's, ledgers balance."""
+    from conftest import output_hashes
+
+    from corpus.extract import run_corpus
+    from corpus.sample import write_sample
+
+    for seed in (1, 2):
+        write_sample(tmp_path / "warc" / str(seed), 40, seed=seed)
+    resources = {"tasks": 2, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00", "partition": "cpu"}
+    raw = {"name": "scancel-test", "output_root": str(tmp_path / "out"),
+           "inputs": {"warc": [str(tmp_path / "warc" / "*" / "sample.warc.gz")]},
+           "executor": {"env_command": f"source {sys.prefix}/bin/activate"},
+           "arms": {"trafilatura": {"extractor": "trafilatura", "resources": resources},
+                    "justext": {"extractor": "justext", "resources": resources}},
+           "postprocess": {"minhash": {"num_buckets": 2}, "resources": resources},
+           "tokenizer": {"kind": "sentencepiece", "vocab_size": 500, "sample_chars_per_arm": 20000},
+           "dataset": {"tokens_per_arm": 2000}}
+    config_path = tmp_path / "exp.yaml"
+    config_path.write_text(yaml.safe_dump(raw))
+    config = load_experiment(config_path)
+    reference = load_experiment(config_path).model_copy(update={"output_root": tmp_path / "uninterrupted"})
+    run_corpus(reference)
+
+    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
+                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any("extract" in job and "RUNNING" in job for job in squeue(slurm_env)):
+        time.sleep(0.2)
+    subprocess.run(["scancel", "--user", "root"], env=slurm_env, check=True)
+    while squeue(slurm_env):
+        time.sleep(1)
+    assert not manifest_path(config).is_file(), "the scancel came after the whole flow"
+
+    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
+                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
+    deadline = time.time() + 400
+    while time.time() < deadline and not manifest_path(config).is_file():
+        time.sleep(2)
+    while squeue(slurm_env):  # the budget's job may still be writing its completion marker
+        time.sleep(1)
+    assert output_hashes(config.output_root) == output_hashes(reference.output_root)
+    assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
+
+
 def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, slurm_env):
     """The launcher submits one job per (arm, seed); the job runs srun -> torchrun -> the loop
     (here on the node's CPU: the fake GPU of the test cluster is a gres, not a device)."""
