@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -52,6 +53,14 @@ def pending(config: ExperimentConfig) -> list[Path]:
             if not (result_dir(config, checkpoint_info(c)) / "results.json").is_file()]
 
 
+class ExpectedOverrides(logging.Filter):
+    """lm-eval warns for every task of an include_path that replaces one of its own: ours do so on
+    purpose (coqa, and offline every task keeps its name), so those lines say nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "overrides existing task" not in str(record.msg)
+
+
 def task_manager(config: ExperimentConfig):
     """lm-eval's TaskManager with the project's tasks (and, offline, the generated ones) on its
     include_path. Indexing takes seconds: build it once per process."""
@@ -59,6 +68,7 @@ def task_manager(config: ExperimentConfig):
 
     from evaluation.offline_tasks import write_offline_tasks
 
+    logging.getLogger("lm_eval.tasks._index").addFilter(ExpectedOverrides())
     paths = [str(TASKS_DIR)]
     if config.evaluation.tasks == "offline":
         os.environ.update(OFFLINE_ENV)

@@ -6,9 +6,8 @@ import pytest
 from datatrove.data import Document
 from lxml import html as lxml_html
 
-import corpus.extractors.dripper_step as dripper
 from corpus.extractors import DripperArm
-from corpus.extractors.dripper_step import DripperExtractor, main_html_from_labels, simplify_page
+from corpus.extractors.dripper_step import main_html_from_labels, simplify_page
 from corpus.labelers import MAIN, OTHER, BlockLabeler, PageLabels
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
