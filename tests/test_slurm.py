@@ -124,7 +124,9 @@ def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupt
         time.sleep(2)
     while squeue(slurm_env):  # the budget's job may still be writing its completion marker
         time.sleep(1)
-    assert output_hashes(config.output_root) == output_hashes(reference.output_root)
+    expected = {f: h for f, h in output_hashes(reference.output_root).items()
+                if not f.endswith("summary.json")}  # written by a local run only (python -m corpus.summary on Slurm)
+    assert output_hashes(config.output_root) == expected
     assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
 
 
