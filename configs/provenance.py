@@ -13,6 +13,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import sysconfig
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -52,9 +53,12 @@ def package_versions() -> dict[str, str]:
 
 @cache
 def package_set_sha256() -> str:
-    """Of every installed distribution and version: two environments with the same hash are the
-    same package set."""
-    dists = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]})
+    """Of every distribution installed in the environment and its version: two environments with
+    the same hash are the same package set. Only the environment's site-packages are read: some
+    imports (setuptools' vendored packages) add folders to sys.path as a process runs."""
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    dists = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in metadata.distributions(path=paths)
+                    if d.metadata["Name"]})
     return hashlib.sha256("\n".join(dists).encode()).hexdigest()
 
 

@@ -28,6 +28,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors import default_arm, standalone_kinds
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
 from evaluation.pages import LabelledPage, load_pages
+from slurm import console
 
 
 def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
@@ -159,12 +160,15 @@ def bar_charts(summary: dict, out: Path) -> list[Path]:
     return paths
 
 
-def evaluate(arms: dict, pages: list[LabelledPage], out: Path) -> dict:
+def evaluate(arms: dict, pages: list[LabelledPage], out: Path, progress=None) -> dict:
+    """Every arm on every page, scored; `progress(1)` after each arm."""
     out.mkdir(parents=True, exist_ok=True)
     rows, runs = [], {}
     for name, arm in arms.items():
         outputs, counters, seconds = run_step(arm.step(), pages)
         runs[name] = {"counters": counters, "seconds": seconds}
+        if progress:
+            progress(1)
         for page in pages:
             doc = outputs.get(page.key)
             prediction = doc.text if doc is not None else ""
@@ -193,16 +197,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", help="arms of the config or extractor kinds (default: the config's arms)")
     parser.add_argument("--out", type=Path, help="output folder (default: <output_root>/extraction_quality)")
     parser.add_argument("--max-pages", type=int, help="at most this many pages per file")
+    console.add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    console.apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
     for path in args.pages:
         if not path.is_file():
             raise SystemExit(f"--pages: no such file {path}")
     pages = [p for path in args.pages for p in load_pages(path, args.max_pages)]
     out = args.out or config.output_root / "extraction_quality"
-    summary = evaluate(resolve_arms(config, args.arms), pages, out)
+    arms = resolve_arms(config, args.arms)
+    log = config.output_root / "logs" / "extraction-quality.log"
+    with console.stage("extraction quality", log, "arms", len(arms)) as bar:
+        summary = evaluate(arms, pages, out, progress=bar.update)
     print(markdown_table(summary))
-    print(f"\nwrote {out}/pages.jsonl, summary.json, summary.md and one PNG per dataset")
+    console.closing_line("extraction quality", f"{len(arms)} arms × {len(pages)} pages",
+                         f"{out}/ (pages.jsonl, summary.json, summary.md, a PNG per dataset)", log)
     return 0
 
 

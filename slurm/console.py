@@ -40,7 +40,9 @@ def apply_verbose_flag(args: argparse.Namespace) -> None:
 
 
 def say(line: str) -> None:
-    """One line on the console, whatever the redirection."""
+    """One line on the console, whatever the redirection (after what is waiting on stdout, so the
+    order holds when both go to one file)."""
+    sys.stdout.flush()
     print(line, file=TERMINAL, flush=True)
 
 

@@ -70,14 +70,14 @@ def experiment(root: Path, sample_dir: Path, out: str):
         with gzip.open(corpus, "wt") as f:
             f.writelines(json.dumps({"text": "\n\n".join(Prose(rng).paragraph() for _ in range(2)), "id": f"r{i}",
                                      "url": f"https://reference.example.org/{i}"}) + "\n" for i in range(200))
-    two = {"tasks": 2, "workers": 2}
-    arms = {"trafilatura": {"extractor": "trafilatura", "resources": two},
-            "gold": {"extractor": "gold", "gold": [str(sample_dir / "gold.jsonl")]},
+    # extraction in two worker processes, post-processing in two tasks run one after the other here
+    arms = {"trafilatura": {"extractor": "trafilatura", "resources": {"tasks": 2, "workers": 2}},
             "reference": {"corpus": "jsonl", "paths": [str(corpus)], "postprocess": True, "sample_rate": 0.5, "seed": 1}}
     return make_config(root / out, sample_dir / "sample.warc.gz", arms,
                        tokenizer={"kind": "sentencepiece", "vocab_size": 600, "sample_chars_per_arm": 20000},
                        dataset={"tokens_per_arm": 3000, "seed": 0},
-                       postprocess={"minhash": {"num_buckets": 4, "hashes_per_bucket": 4}, "resources": two})
+                       postprocess={"minhash": {"num_buckets": 4, "hashes_per_bucket": 4},
+                                    "resources": {"tasks": 2, "workers": 1}})
 
 
 @pytest.fixture(scope="module")
