@@ -39,3 +39,61 @@ def test_training_without_the_corpus_names_what_is_missing(tmp_path, capsys):
     message = str(e.value)
     assert "tokenizer.json: no tokenizer" in message and "a_text_document.bin: no dataset for arm 'a'" in message
     assert "bash slurm/extract.sh" in message and "arm 'b'" not in message
+
+
+def test_a_folder_resumed_by_another_config_keeps_its_first_maker(tmp_path, sample_dir):
+    from configs.provenance import config_sha256, read_provenance, write_provenance
+
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
+    elsewhere = make_config(tmp_path / "elsewhere", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
+    assert config_sha256(config) == config_sha256(elsewhere)  # where a run writes is not what made it
+    folder = tmp_path / "folder"
+    assert write_provenance(folder, config) is None and write_provenance(folder, config) is None
+    other = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}},
+                        extraction={"max_html_bytes": 1000})
+    assert "begun with another config_sha256" in write_provenance(folder, other)
+    made = read_provenance(folder)
+    assert made["config_sha256"] == config_sha256(other) and made["begun_by"]["config_sha256"] == config_sha256(config)
+
+
+CONSOLE_SCRIPT = """
+import os, sys
+from pathlib import Path
+from slurm import console
+
+log = Path(sys.argv[1])
+with console.stage("quiet", log, "docs", 2) as bar:
+    print("a library line on stdout")
+    os.write(2, b"a C extension line on fd 2\\n")
+    bar.update(2)
+console.closing_line("quiet", "2 documents", "somewhere", log)
+with console.stage("failing", log, "docs"):
+    print("the last words before the error")
+    raise RuntimeError("boom")
+"""
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_library_output_goes_to_the_log_and_errors_to_the_console(tmp_path, verbose):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)} | ({"XSUITE_VERBOSE": "1"} if verbose else {})
+    done = subprocess.run([sys.executable, "-c", CONSOLE_SCRIPT, str(tmp_path / "stage.log")], capture_output=True,
+                          text=True, env=env, cwd=repo)
+    assert done.returncode == 1 and "RuntimeError: boom" in done.stderr
+    console = done.stdout + done.stderr
+    assert "✓ quiet: 2 documents → somewhere" in console
+    if verbose:
+        assert "a library line on stdout" in console and "a C extension line on fd 2" in console
+        assert not (tmp_path / "stage.log").exists()
+    else:
+        before_error = done.stdout + done.stderr.split("✗")[0]  # the error then shows the end of the log
+        assert "a library line" not in before_error and "a C extension line" not in before_error
+        log = (tmp_path / "stage.log").read_text()
+        assert "a library line on stdout" in log and "a C extension line on fd 2" in log
+        assert f"✗ failing failed: RuntimeError: boom\n  log: {tmp_path / 'stage.log'}" in done.stderr
+        assert "the last words before the error" in done.stderr  # the end of the log, on the console
