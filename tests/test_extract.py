@@ -11,7 +11,7 @@ import corpus.extractors.dripper_step as dripper
 from corpus.labelers.config import EndpointLabelerConfig
 from corpus.extractors.dripper_step import simplify_page
 from corpus.extract import run_corpus
-from corpus.labelers import MAIN, BlockLabeler, BlockPage, PageLabels
+from corpus.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, release_labelers
 from corpus.labelers.llm import build_llm_labeler
 from corpus.sample import generate_pages, read_gold
 
@@ -131,7 +131,10 @@ def test_vllm_labeler_drives_the_real_engine_end_to_end(tmp_path, sample_dir, ra
                "answer_margin_tokens": 512, "gpu_memory_utilization": 0.3}  # on CPU: share of RAM
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
                          {"trafilatura": TRAFILATURA, "dripper": dripper_arm(labeler)})
-    summaries = run_corpus(config, until="extract")
+    try:
+        summaries = run_corpus(config, until="extract")
+    finally:
+        release_labelers()  # the engine shuts down now, while pytest's streams are open
     check_accounting(config, summaries, sample_dir)
     drip = next(s for s in summaries if s["arm"] == "dripper")
     assert drip["extracted"] > 0, drip

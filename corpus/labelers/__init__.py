@@ -18,4 +18,17 @@ def get_labeler(config) -> BlockLabeler:
     return _LABELERS[key]
 
 
-__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "LabelerEngineError", "PageLabels", "get_labeler"]
+def release_labelers() -> None:
+    """Drop the labelers this process built and stop their vLLM engines now, rather than at
+    interpreter exit: for a process that goes on without them."""
+    from corpus.labelers.llm import MineruBackendLabeler
+    from corpus.shims import shut_down_engine
+
+    for labeler in _LABELERS.values():
+        if isinstance(labeler, MineruBackendLabeler):
+            shut_down_engine(labeler)
+    _LABELERS.clear()
+
+
+__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "LabelerEngineError", "PageLabels", "get_labeler",
+           "release_labelers"]
