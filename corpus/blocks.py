@@ -138,11 +138,17 @@ def _block(node, tag: str, ancestors, words, parent: int) -> Block | None:
     return Block(text, markdown, tag, ancestors, words, _links(node), parent)
 
 
+# `<?…>` (PHP left in a page, XML declarations): HTML parsers skip it as a bogus comment ending at
+# the first `>`; selectolax 0.4.13's Lexbor node iteration segfaults past some of them (a CleanEval
+# page), so they are cut out first, which is what the parser does with them anyway
+_BOGUS_COMMENT = re.compile(r"<\?[^>]*>")
+
+
 def page_blocks(html: str) -> list[Block]:
     """The page's blocks in document order (none for a page without a body or text)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(html)
+    tree = LexborHTMLParser(_BOGUS_COMMENT.sub("", html))
     body = tree.body
     if body is None:
         return []

@@ -1,6 +1,7 @@
 """The CPU block classifier: its blocks, features, models, training sources and corpus arm."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,6 +58,29 @@ def test_broken_markup_and_pages_without_text():
     assert [b.text for b in blocks] == ["unclosed bold", "second", "cell"]
     assert page_blocks("") == [] and page_blocks("<html><body><script>x</script></body></html>") == []
     assert page_features([]).shape == (0, len(FEATURE_NAMES))
+
+
+def test_processing_instructions_are_skipped_as_the_parser_skips_them():
+    with_php = "<body><table><tr><td><!-- start --><?php $title = \"a “b”\"; ?><p>Kept paragraph.</p></td></tr></table></body>"
+    without = "<body><table><tr><td><!-- start --><p>Kept paragraph.</p></td></tr></table></body>"
+    assert [b.text for b in page_blocks(with_php)] == [b.text for b in page_blocks(without)] == ["Kept paragraph."]
+
+
+CLEANEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction" / "cleaneval" / "pages.jsonl.gz"
+
+
+@pytest.mark.skipif(not CLEANEVAL.is_file(), reason="../shared absent")
+def test_the_cleaneval_page_that_crashed_lexbor_parses():
+    """Its `<?php … ?>` made selectolax's node iteration segfault (in a child: a crash fails the test)."""
+    import subprocess
+    import sys
+
+    script = ("import gzip, itertools, json, sys; from corpus.blocks import page_blocks; "
+              f"line = next(itertools.islice(gzip.open({str(CLEANEVAL)!r}, 'rt'), 567, None)); "
+              "print(len(page_blocks(json.loads(line)['html'])))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0 and int(done.stdout) > 10, done.stderr[-500:]
 
 
 def test_features_of_a_known_page():
