@@ -10,14 +10,11 @@ that the bar adds up.
 
 from __future__ import annotations
 
-import gzip
 import threading
 import time
 from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.readers import JsonlReader
-from datatrove.pipeline.readers.base import BaseReader
 
 from slurm.console import redirected
 
@@ -55,19 +52,6 @@ class ConsoleExecutor(LocalPipelineExecutor):
             self.pipeline = [self.pipeline[0], DocumentTap(self.tap_folder), *self.pipeline[1:]]
         with redirected(self.log):
             return super()._run_for_rank(rank, local_rank, node_rank)
-
-
-def reads_documents(pipeline: list) -> bool:
-    return isinstance(pipeline[0], BaseReader)
-
-
-def expected_documents(reader) -> int | None:
-    """Lines of a JSONL reader's inputs (a later stage's documents: cheap to count); None for
-    other readers (WARC records, reference corpora), whose bar shows a rate without an end."""
-    if not isinstance(reader, JsonlReader):
-        return None
-    folder = Path(reader.data_folder.path)
-    return sum(sum(1 for _ in gzip.open(f, "rb")) for f in sorted(folder.glob("*.jsonl.gz")))
 
 
 class TapReader(threading.Thread):

@@ -26,6 +26,7 @@ from pathlib import Path
 from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupSignature
 from datatrove.pipeline.dedup.minhash import MinhashConfig
 from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
@@ -36,7 +37,7 @@ from corpus.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
 from corpus.postprocess import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps, record_filters
 from corpus.records import AccountedWarcReader, RecordGuard
 from corpus.reference_steps import ReferenceDraw, TokenQuota, reference_reader, write_reference_paths
-from corpus.progress import ConsoleExecutor, TapReader, expected_documents, reads_documents
+from corpus.progress import ConsoleExecutor, TapReader
 from corpus.summary import counters, find_step, merged_stats, summarize_arm
 from corpus.tokenizer import SharedTokenizer
 from slurm import console
@@ -212,14 +213,18 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
 def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
     """Every stage here, in order: a bar per stage, a closing line per part, library output in
     `<output_root>/logs/<part>.log` (corpus.progress)."""
+    written: dict[str, int] = {}  # documents each stage run here wrote, by output folder: the next bars' totals
     for i, stage in enumerate(stages):
         log = config.output_root / "logs" / f"{stage.part_label}.log"
         tasks = stage.tasks or stage.resources.tasks
-        taps = stage.logs / "progress" if reads_documents(stage.pipeline) else None
+        reader = stage.pipeline[0]
+        taps = stage.logs / "progress" if isinstance(reader, BaseReader) else None
         if taps is not None:
             shutil.rmtree(taps, ignore_errors=True)
             taps.mkdir(parents=True)
-        total = expected_documents(stage.pipeline[0]) if taps else tasks
+        total = tasks if taps is None else None  # documents from an earlier stage's count; else a rate without an end
+        if isinstance(reader, BaseDiskReader):
+            total = written.get(reader.data_folder.path)
         with console.stage(stage.label, log, "docs" if taps else "tasks", total) as bar:
             counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
             counter.start()
@@ -228,6 +233,9 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
                                 skip_completed=True, log=log, tap_folder=taps).run()
             finally:
                 counter.stop()
+        for step in stage.pipeline:
+            if type(step) is JsonlWriter:
+                written[step.output_folder.path] = counters(find_step(merged_stats(stage.logs)[0], JsonlWriter)).get("total", 0)
         if i + 1 < len(stages) and stages[i + 1].part_label == stage.part_label:
             continue
         if stage.part == "postprocess" and stage.name != MINHASH_FILTER_STAGE:  # run stage by stage (the plan's pilot)
@@ -237,23 +245,19 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
 
 
 def stage_folder(config: ExperimentConfig, stage: Stage) -> Path:
-    """The folder a stage's outputs go under (where its provenance is recorded)."""
+    """The folder a stage writes under (where its provenance is recorded)."""
+    part = stage.part or stage.name
+    if part == "read" and not config.arms[stage.arm].postprocess:
+        part = "postprocess"  # a reference corpus that joins where post-processing writes
     folders = {"tokenize": lambda: config.dataset_dir(stage.arm), "budget": lambda: config.output_root / "datasets",
                "tokenizer": config.tokenizer_dir, "extract": lambda: config.arm_dir(stage.arm),
                "read": lambda: config.arm_dir(stage.arm), "postprocess": lambda: config.post_dir(stage.arm)}
-    return folders[stage.part or stage.name]()
+    return folders[part]()
 
 
 def part_output(config: ExperimentConfig, stage: Stage) -> Path:
-    if stage.name == "tokenize":
-        return config.dataset_dir(stage.arm) / "tokens"
-    if stage.name == "budget":
-        return config.output_root / "datasets"
-    if stage.name == "tokenizer":
-        return config.tokenizer_dir()
-    if stage.name == "extract" or (stage.name == "read" and config.arms[stage.arm].postprocess):
-        return config.arm_dir(stage.arm) / "output"
-    return config.post_dir(stage.arm) / "output"
+    """Where the closing line points: the documents (or tokens) the part wrote."""
+    return stage_folder(config, stage) / {"tokenize": "tokens", "budget": "", "tokenizer": ""}.get(stage.name, "output")
 
 
 def part_counts(config: ExperimentConfig, last: Stage) -> str:

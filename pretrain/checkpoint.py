@@ -49,9 +49,8 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
                  if (newest is None or s <= newest) and is_complete(checkpoint_dir(run_dir, s))), None)
 
 
-def incomplete_checkpoints(run_dir: Path) -> list[Path]:
-    """Step folders a killed save left behind (newer than the checkpoint resumed from)."""
-    latest = latest_checkpoint(run_dir)
+def incomplete_checkpoints(run_dir: Path, latest: Path | None) -> list[Path]:
+    """Step folders a killed save left behind: newer than `latest`, the checkpoint resumed from."""
     return [p for p in sorted((run_dir / "checkpoints").glob("step_*"))
             if latest is None or p.name > latest.name]
 

@@ -88,11 +88,11 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         write_run_info(run_dir, run)
 
     # ---- resume
-    start = 0
+    start, latest = 0, latest_checkpoint(run_dir)
     if rank == 0:
-        for path in incomplete_checkpoints(run_dir):
+        for path in incomplete_checkpoints(run_dir, latest):
             say(f"[{arm} seed {seed}] {path}: left by a killed job, skipped (saved again when training gets there)")
-    if (latest := latest_checkpoint(run_dir)) is not None:
+    if latest is not None:
         start = load_checkpoint(latest, model, optimizer, platform)
         hf_dir = run_dir / "hf" / f"step_{start:07d}"
         if rank == 0:
