@@ -6,9 +6,10 @@ For each held-out full-gold set of ../shared/data/extraction: label the blocks (
 every set by aligning them to the gold (corpus.block_training), train the classifier on all the
 *other* sets (plus `--generated` generated pages), and score on the held-out pages (ROUGE-5 F1,
 WebMainBench protocol):
-- the block_classifier arm with the gradient-boosted trees (the arm's model kind), run through the
-  arm's own datatrove step (parse to Markdown, sandboxed, one process): ROUGE-5 and pages/s;
-- the same blocks with the sequence model (the kind that lost, for the record);
+- the block_classifier arm with the gradient-boosted trees (the arm's model kind, two passes), run
+  through the arm's own datatrove step (parse to Markdown, one process): ROUGE-5 and pages/s;
+- the same blocks with that model's first pass alone (P(main) > 0.5), and with the sequence model
+  (the kind that lost), for the record;
 - the same blocks with the aligned labels themselves (oracle: the ceiling of these blocks);
 - Trafilatura and Resiliparse through their arms' steps: ROUGE-5 and pages/s.
 Prints a table and the means over the held-out sets, writes JSON.
@@ -52,7 +53,7 @@ def labelled_set(path: Path, max_pages: int) -> list[tuple]:
 
 
 def rouge_of_choices(rows, choose) -> float:
-    return statistics.fmean(score_page(page, blocks_markdown([b for b, k in zip(blocks, choose(x, y)) if k]))["rouge5_f1"]
+    return statistics.fmean(score_page(page, blocks_markdown([b for b, k in zip(blocks, choose(blocks, x, y)) if k]))["rouge5_f1"]
                             for page, blocks, x, y in rows)
 
 
@@ -84,7 +85,7 @@ def main() -> int:
     for held in [h for h in args.held_out if h in sets]:
         rows = sets[held]
         pages = [r[0] for r in rows]
-        train_examples = [PageExample(x, y, name) for name, s in sets.items() if name != held
+        train_examples = [PageExample(blocks, x, y, name) for name, s in sets.items() if name != held
                           for _, blocks, x, y in s if len(blocks)] + generated
         gbdt = train(train_examples, "gbdt")
         sequence = train(train_examples, "sequence", max_seconds=args.sequence_seconds)
@@ -93,21 +94,23 @@ def main() -> int:
             results[held] = {
                 "pages": len(pages), "train_pages": len(train_examples),
                 "block_classifier": arm_scores(arm, pages),
-                "sequence_model": {"rouge5_f1": rouge_of_choices(rows, lambda x, y: sequence.main_blocks(x)),
+                "first_pass": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: gbdt.booster.predict(x) > 0.5)},
+                "sequence_model": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: sequence.main_blocks(blocks, x)),
                                    "epochs": sequence.report["epochs"]},
-                "oracle": {"rouge5_f1": rouge_of_choices(rows, lambda x, y: y > 0)},
+                "oracle": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: y > 0)},
                 "trafilatura": arm_scores(traf, pages),
                 "resiliparse": arm_scores(resiliparse, pages),
             }
         r = results[held]
         print(f"{held:22} pages {r['pages']:4}  block_classifier {r['block_classifier']['rouge5_f1']:.4f} "
-              f"({r['block_classifier']['pages_per_s']:.1f} p/s)  sequence {r['sequence_model']['rouge5_f1']:.4f}  "
+              f"({r['block_classifier']['pages_per_s']:.1f} p/s)  first pass {r['first_pass']['rouge5_f1']:.4f}  "
+              f"sequence {r['sequence_model']['rouge5_f1']:.4f}  "
               f"oracle {r['oracle']['rouge5_f1']:.4f}  trafilatura {r['trafilatura']['rouge5_f1']:.4f} "
               f"({r['trafilatura']['pages_per_s']:.1f} p/s)  resiliparse {r['resiliparse']['rouge5_f1']:.4f} "
               f"({r['resiliparse']['pages_per_s']:.1f} p/s)", flush=True)
     means = {arm: {k: statistics.fmean(r[arm][k] for r in results.values()) for k in results[next(iter(results))][arm]
                    if k != "epochs"}
-             for arm in ("block_classifier", "sequence_model", "oracle", "trafilatura", "resiliparse")}
+             for arm in ("block_classifier", "first_pass", "sequence_model", "oracle", "trafilatura", "resiliparse")}
     print("\nmean over held-out sets: " + "  ".join(
         f"{arm} {m['rouge5_f1']:.4f}" + (f" ({m['pages_per_s']:.1f} p/s)" if "pages_per_s" in m else "")
         for arm, m in means.items()))

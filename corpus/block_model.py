@@ -2,13 +2,16 @@
 (corpus.block_features), and how it is trained, saved and loaded.
 
 Two kinds, trained on the same examples:
-- `gbdt`: LightGBM gradient-boosted trees over each block's features (its neighbours' shape is
-  among them), saved as LightGBM's text model;
+- `gbdt`: LightGBM gradient-boosted trees in two passes. The first labels each block from its own
+  features (its neighbours' shape and its enclosing elements' among them); the second sees those
+  labels across the page (corpus.block_features.context_features) beside the same features, and
+  decides, as Web2Text's smoothing does. The second pass is trained on first-pass labels of pages
+  the first pass did not train on (out of fold), so it learns how far to trust them on new pages;
 - `sequence`: a bidirectional GRU over the page's standardised feature rows, so every block
-  sees the whole page (as Web2Text's smoothing and Dripper's whole-page prompt do); torch.
+  sees the whole page (as Dripper's whole-page prompt does); torch.
 
 A model is a folder: `block_model.json` (kind, feature names, threshold, training report) and
-`gbdt.txt` or `sequence.pt`. It is loaded once per datatrove task.
+`gbdt.txt` + `gbdt_context.txt` or `sequence.pt`. It is loaded once per datatrove task.
 """
 
 from __future__ import annotations
@@ -24,46 +27,51 @@ import numpy as np
 import torch
 from torch import nn
 
-from corpus.block_features import FEATURE_NAMES
+from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES, context_features
+from corpus.blocks import Block
 
 META = "block_model.json"
 PAGES_PER_BATCH = 16
 FALLBACK_SHARE = 0.5
+FOLDS = 5  # out-of-fold first-pass labels for the second pass, when the examples have one source
 Kind = Literal["gbdt", "sequence"]
 
 
 @dataclass
 class PageExample:
-    """One page's feature rows and the label of each row (1: main content)."""
+    """One page's blocks, their feature rows and the label of each (1: main content)."""
 
+    blocks: list[Block]
     features: np.ndarray
     labels: np.ndarray
-    source: str = ""  # align | marks | teacher | generated
+    source: str = ""  # where the page came from: its page file, "generated" or "teacher"
 
 
 class BlockModel:
     def __init__(self, kind: Kind, threshold: float = 0.5, report: dict | None = None):
         self.kind, self.threshold, self.report = kind, threshold, report or {}
-        self.booster = None  # gbdt
+        self.booster = self.context_booster = None  # gbdt's two passes
         self.network = None  # sequence
         self.mean = self.std = None
 
     # ---------------------------------------------------------------- inference
 
-    def probabilities(self, features: np.ndarray) -> np.ndarray:
+    def probabilities(self, blocks: list[Block], features: np.ndarray) -> np.ndarray:
         if not len(features):
             return np.zeros(0, dtype=np.float32)
         if self.kind == "gbdt":
-            return self.booster.predict(features, num_threads=1).astype(np.float32)
+            first = self.booster.predict(features, num_threads=1)
+            both = np.hstack([features, context_features(blocks, first)])
+            return self.context_booster.predict(both, num_threads=1).astype(np.float32)
         with torch.no_grad():
             x = torch.from_numpy((features - self.mean) / self.std).unsqueeze(0)
             return torch.sigmoid(self.network(x))[0].numpy()
 
-    def main_blocks(self, features: np.ndarray) -> np.ndarray:
+    def main_blocks(self, blocks: list[Block], features: np.ndarray) -> np.ndarray:
         """Blocks above the threshold; on a page where none is, the blocks within half of the
         likeliest one's probability (every page the guard lets through has some main content,
         and an empty answer scores nothing: +0.006 mean ROUGE-5 leave-one-dataset-out)."""
-        p = self.probabilities(features)
+        p = self.probabilities(blocks, features)
         main = p > self.threshold
         return main if main.any() or not len(p) else p >= FALLBACK_SHARE * p.max()
 
@@ -73,23 +81,26 @@ class BlockModel:
         folder.mkdir(parents=True, exist_ok=True)
         if self.kind == "gbdt":
             self.booster.save_model(str(folder / "gbdt.txt"))
+            self.context_booster.save_model(str(folder / "gbdt_context.txt"))
         else:
             torch.save({"state": self.network.state_dict(), "mean": self.mean, "std": self.std,
                         "hidden": self.network.hidden}, folder / "sequence.pt")
         (folder / META).write_text(json.dumps({"kind": self.kind, "threshold": self.threshold,
-                                               "features": list(FEATURE_NAMES), "report": self.report}, indent=2) + "\n")
+                                               "features": list(FEATURE_NAMES), "context": list(CONTEXT_NAMES),
+                                               "report": self.report}, indent=2) + "\n")
         return folder
 
     @classmethod
     def load(cls, folder: Path) -> BlockModel:
         meta = json.loads((Path(folder) / META).read_text())
-        if meta["features"] != list(FEATURE_NAMES):
+        if meta["features"] != list(FEATURE_NAMES) or meta.get("context") != list(CONTEXT_NAMES):
             raise ValueError(f"{folder}: trained on other features than corpus.block_features computes; retrain it")
         model = cls(meta["kind"], meta["threshold"], meta["report"])
         if model.kind == "gbdt":
             import lightgbm
 
             model.booster = lightgbm.Booster(model_file=str(Path(folder) / "gbdt.txt"))
+            model.context_booster = lightgbm.Booster(model_file=str(Path(folder) / "gbdt_context.txt"))
         else:
             saved = torch.load(Path(folder) / "sequence.pt", weights_only=False)
             model.network = PageGRU(len(FEATURE_NAMES), saved["hidden"])
@@ -130,19 +141,45 @@ def train(examples: list[PageExample], kind: Kind = "gbdt", seed: int = 0, max_s
               "sources": {s: sum(e.source == s for e in examples) for s in sorted({e.source for e in examples})}}
     model = BlockModel(kind, report=report)
     if kind == "gbdt":
-        import lightgbm
-
-        x = np.vstack([e.features for e in examples])
-        y = np.concatenate([e.labels for e in examples])
-        params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 20,
-                  "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
-                  "deterministic": True, "num_threads": 2, "verbose": -1}
-        model.booster = lightgbm.train(params, lightgbm.Dataset(x, y), num_boost_round=trees)
-        report["trees"] = trees
+        _train_gbdt(model, examples, seed, trees)
     else:
         _train_sequence(model, examples, seed, max_seconds, hidden)
     report["seconds"] = round(time.perf_counter() - started, 1)
     return model
+
+
+def _fit_trees(rows: list[tuple[np.ndarray, np.ndarray]], seed: int, trees: int):
+    import lightgbm
+
+    x = np.vstack([features for features, _ in rows])
+    y = np.concatenate([labels for _, labels in rows])
+    params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 20,
+              "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
+              "deterministic": True, "num_threads": 2, "verbose": -1}
+    return lightgbm.train(params, lightgbm.Dataset(x, y), num_boost_round=trees)
+
+
+def _folds(examples: list[PageExample]) -> list[list[int]]:
+    """Held-out pages of each fold: one source per fold (so the second pass learns from first-pass
+    labels of sources the first pass never saw, as on a new crawl), or FOLDS folds of pages when
+    the examples come from one source."""
+    sources = sorted({e.source for e in examples})
+    if len(sources) > 1:
+        return [[i for i, e in enumerate(examples) if e.source == s] for s in sources]
+    return [list(range(k, len(examples), FOLDS)) for k in range(min(FOLDS, len(examples)))]
+
+
+def _train_gbdt(model: BlockModel, examples: list[PageExample], seed: int, trees: int) -> None:
+    model.booster = _fit_trees([(e.features, e.labels) for e in examples], seed, trees)
+    second, folds = [], _folds(examples)
+    for held in folds:
+        out = set(held)
+        first = _fit_trees([(e.features, e.labels) for i, e in enumerate(examples) if i not in out], seed, trees)
+        for i in held:
+            e = examples[i]
+            second.append((np.hstack([e.features, context_features(e.blocks, first.predict(e.features))]), e.labels))
+    model.context_booster = _fit_trees(second, seed, trees)
+    model.report.update(trees=trees, folds=len(folds))
 
 
 def _train_sequence(model: BlockModel, examples: list[PageExample], seed: int, max_seconds: float, hidden: int) -> None:

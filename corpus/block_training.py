@@ -38,7 +38,7 @@ def page_example(html: str, reference: str, source: str, threshold: float = THRE
     if not blocks:
         return None
     shares = np.array(aligned_shares([b.text for b in blocks], reference))
-    return PageExample(page_features(blocks), (shares > threshold).astype(np.float32), source)
+    return PageExample(blocks, page_features(blocks), (shares > threshold).astype(np.float32), source)
 
 
 def examples_from_page_files(paths: Iterable[Path], threshold: float = THRESHOLD, limit: int | None = None):
@@ -47,7 +47,7 @@ def examples_from_page_files(paths: Iterable[Path], threshold: float = THRESHOLD
     for path in paths:
         for page in load_pages(path, limit):
             if page.gold is not None:  # partial-gold pages (snippets) give no labels
-                example = page_example(page.html, page.gold, "marks" if page.marked_html else "align", threshold)
+                example = page_example(page.html, page.gold, f"{path.parent.name}/{path.name}", threshold)
                 if example is not None:
                     yield example
 

@@ -4,8 +4,8 @@ what its output is built from.
 A block is a paragraph-like element (p, headings, dt/dd, captions), an element kept whole
 (data tables, lists of plain items, pre, math), or a run of text and inline elements directly
 inside a container (div, td, li, article, ...); tables and lists that hold blocks are layout and
-are walked into. Blocks come in document order, each with its tag, its ancestors' tags and
-class/id tokens, the characters inside links, its plain text (features, alignment to gold) and its
+are walked into. Blocks come in document order, each with its tag, its ancestors' tags,
+class/id tokens and identities, the characters inside links, its plain text (features, alignment to gold) and its
 Markdown (headings, list items, table rows, code fences and TeX formulas kept), which is what the
 corpus gets.
 """
@@ -39,7 +39,11 @@ class Block:
     ancestors: tuple[str, ...]  # tags from <html> down to the parent
     words: tuple[str, ...]  # class/id words of the block and its ancestors
     link_chars: int
-    parent: int  # identifies the parent element (blocks of one container share it)
+    containers: tuple[int, ...]  # ids of the enclosing elements from <body> down to the parent
+
+    @property
+    def parent(self) -> int:  # blocks of one container share it
+        return self.containers[-1]
 
 
 class _Walker:
@@ -48,13 +52,13 @@ class _Walker:
         self.run: list[str] = []
         self.run_links = 0
 
-    def flush(self, node, ancestors, words):
+    def flush(self, ancestors, words, containers):
         text = _squash("".join(self.run))
         if text:
-            self.blocks.append(Block(text, text, "#inline", ancestors, words, self.run_links, node.mem_id))
+            self.blocks.append(Block(text, text, "#inline", ancestors, words, self.run_links, containers))
         self.run, self.run_links = [], 0
 
-    def walk(self, node, ancestors: tuple[str, ...], words: tuple[str, ...]):
+    def walk(self, node, ancestors: tuple[str, ...], words: tuple[str, ...], containers: tuple[int, ...]):
         for child in node.iter(include_text=True):
             tag = child.tag
             if tag == "-text":
@@ -73,14 +77,14 @@ class _Walker:
             attrs = child.attributes
             own = tuple(_TOKEN.findall(f"{attrs.get('class') or ''} {attrs.get('id') or ''}".lower()))
             if tag in LEAF or (tag in WHOLE and not _layout(child, tag)):
-                self.flush(node, ancestors, words)
-                block = _block(child, tag, ancestors, words + own, node.mem_id)
+                self.flush(ancestors, words, containers)
+                block = _block(child, tag, ancestors, words + own, containers)
                 if block is not None:
                     self.blocks.append(block)
                 continue
-            self.flush(node, ancestors, words)
-            self.walk(child, ancestors + (tag,), words + own)
-            self.flush(node, ancestors, words)
+            self.flush(ancestors, words, containers)
+            self.walk(child, ancestors + (tag,), words + own, containers + (child.mem_id,))
+        self.flush(ancestors, words, containers)  # the text after the last block of this element is its own
 
 
 # Tables and lists that hold blocks of their own are page layout (old sites lay out whole pages in
@@ -100,13 +104,13 @@ def _links(node) -> int:
     return sum(len((a.text(deep=True) or "").strip()) for a in node.css("a"))
 
 
-def _block(node, tag: str, ancestors, words, parent: int) -> Block | None:
+def _block(node, tag: str, ancestors, words, containers) -> Block | None:
     if tag in LEAF:
         text = _squash(node.text(deep=True) or "")
         if not text:
             return None
         markdown = f"{'#' * HEADINGS[tag]} {text}" if tag in HEADINGS else text
-        return Block(text, markdown, tag, ancestors, words, _links(node), parent)
+        return Block(text, markdown, tag, ancestors, words, _links(node), containers)
     if tag in ("ul", "ol"):
         items = [_squash(li.text(deep=True) or "") for li in node.css("li")] or [_squash(node.text(deep=True) or "")]
         items = [i for i in items if i]
@@ -135,7 +139,7 @@ def _block(node, tag: str, ancestors, words, parent: int) -> Block | None:
         markdown, text = f"$${formula}$$", formula
     if not text:
         return None
-    return Block(text, markdown, tag, ancestors, words, _links(node), parent)
+    return Block(text, markdown, tag, ancestors, words, _links(node), containers)
 
 
 # `<?…>` (PHP left in a page, XML declarations): HTML parsers skip it as a bogus comment ending at
@@ -153,8 +157,7 @@ def page_blocks(html: str) -> list[Block]:
     if body is None:
         return []
     walker = _Walker()
-    walker.walk(body, ("html", "body"), ())
-    walker.flush(body, ("html", "body"), ())
+    walker.walk(body, ("html", "body"), (), (body.mem_id,))
     return walker.blocks
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import make_config
 
-from corpus.block_features import FEATURE_NAMES, page_features
+from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES, context_features, page_features
 from corpus.block_model import BlockModel, train
 from corpus.block_training import examples_from_generated, examples_from_teacher, page_example
 from corpus.blocks import blocks_markdown, page_blocks
@@ -51,6 +51,17 @@ def test_blocks_of_a_constructed_page_in_document_order():
     assert {"main", "content", "article"} <= set(first.words) and blocks[0].words == ("nav",)
     assert blocks[-1].ancestors[-1] == "footer"
     assert "\n\n# A Title\n\n" in blocks_markdown(blocks)
+    article = blocks[1].containers
+    assert all(b.containers[:len(article)] == article for b in blocks[1:12]) and blocks[0].containers[:-1] == article[:-1]
+    assert blocks[11].containers[:len(article)] == article and len(blocks[11].containers) == len(article) + 2
+
+
+def test_text_after_an_elements_last_block_is_that_elements():
+    blocks = page_blocks('<body><div class="sidebar"><p>Box title</p> more <a href="/">links</a></div>'
+                         '<div class="post"><p>Body.</p></div> tail</body>')
+    assert [(b.text, b.words) for b in blocks] == [("Box title", ("sidebar",)), ("more links", ("sidebar",)),
+                                                  ("Body.", ("post",)), ("tail", ())]
+    assert blocks[0].parent == blocks[1].parent != blocks[2].parent and blocks[1].link_chars == len("links")
 
 
 def test_broken_markup_and_pages_without_text():
@@ -97,6 +108,27 @@ def test_features_of_a_known_page():
     assert x[10, col["cjk_share"]] > 0.7 and first[col["cjk_share"]] == 0
     longest = int(np.argmax([len(b.text) for b in blocks]))
     assert x[longest, col["to_longest"]] == 1.0 and x[longest, col["distance_to_longest"]] == 0
+    # the article div is where Readability's score puts the content: its blocks are in it, the nav and footer not
+    assert [int(v) for v in x[:, col["in_best_container"]]] == [0] + [1] * 11 + [0]
+    article_chars = sum(len(b.text) for b in blocks[1:12])
+    assert first[col["best_container_share"]] == pytest.approx(article_chars / sum(len(b.text) for b in blocks))
+    assert nav[col["up1_link_density"]] == pytest.approx(8 / 9) and first[col["up1_share"]] == pytest.approx(
+        article_chars / sum(len(b.text) for b in blocks))
+
+
+def test_context_features_of_first_pass_labels():
+    blocks = page_blocks('<body><div><p>aaaa</p><p>bb</p></div><div><p>cc</p></div></body>')
+    x = context_features(blocks, np.array([0.8, 0.2, 0.4]))
+    col = {name: i for i, name in enumerate(CONTEXT_NAMES)}
+    assert x.shape == (3, len(CONTEXT_NAMES)) and x.dtype == np.float32
+    assert list(x[:, col["first_pass_n-1"]]) == pytest.approx([0, 0.8, 0.2])
+    assert list(x[:, col["first_pass_n+2"]]) == pytest.approx([0.4, 0, 0])
+    # the mean over the enclosing div weighs blocks by characters: (4*0.8 + 2*0.2) / 6
+    assert x[0, col["first_pass_up1"]] == pytest.approx(0.6) and x[2, col["first_pass_up1"]] == pytest.approx(0.4)
+    assert x[1, col["first_pass_up2"]] == pytest.approx((4 * 0.8 + 2 * 0.2 + 2 * 0.4) / 8)
+    assert list(x[:, col["page_rank"]]) == pytest.approx([1, 0, 0.5]) and x[1, col["to_page_max"]] == pytest.approx(0.25)
+    assert x[0, col["page_main_share"]] == pytest.approx(0.5)
+    assert context_features([], np.zeros(0)).shape == (0, len(CONTEXT_NAMES))
 
 
 @pytest.mark.parametrize("kind", ["gbdt", "sequence"])
@@ -104,15 +136,26 @@ def test_a_model_trained_seconds_on_generated_pages_beats_chance_and_reloads_ide
     train_examples = list(examples_from_generated(60, seed=1))
     test_examples = list(examples_from_generated(30, seed=2))
     model = train(train_examples, kind, max_seconds=10, trees=60)
-    x = np.vstack([e.features for e in test_examples])
     y = np.concatenate([e.labels for e in test_examples]) > 0
-    accuracy = np.mean(np.concatenate([model.main_blocks(e.features) for e in test_examples]) == y)
+    accuracy = np.mean(np.concatenate([model.main_blocks(e.blocks, e.features) for e in test_examples]) == y)
     majority = max(y.mean(), 1 - y.mean())
     assert accuracy > majority + 0.1, (accuracy, majority)
     reloaded = BlockModel.load(model.save(tmp_path / "model"))
-    assert np.array_equal(reloaded.probabilities(x), model.probabilities(x))
+    for e in test_examples:
+        assert np.array_equal(reloaded.probabilities(e.blocks, e.features), model.probabilities(e.blocks, e.features))
     meta = json.loads((tmp_path / "model" / "block_model.json").read_text())
     assert meta["kind"] == kind and meta["report"]["pages"] == len(train_examples)
+    if kind == "gbdt":  # one source: the second pass learns from first-pass labels of 5 page folds
+        assert meta["report"]["folds"] == 5
+
+
+def test_the_second_pass_learns_from_sources_the_first_pass_did_not_see():
+    from corpus.block_model import _folds
+
+    examples = list(examples_from_generated(6, seed=1))
+    for e, source in zip(examples, "aabbbc"):
+        e.source = source
+    assert _folds(examples) == [[0, 1], [2, 3, 4], [5]]
 
 
 def test_teacher_text_becomes_block_labels():

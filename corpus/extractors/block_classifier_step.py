@@ -31,7 +31,7 @@ class BlockClassifier(PipelineStep):
         if self._model is None:
             self._model = BlockModel.load(Path(self.model_dir))
         blocks = page_blocks(html)
-        keep = self._model.main_blocks(page_features(blocks))
+        keep = self._model.main_blocks(blocks, page_features(blocks))
         return blocks_markdown([b for b, k in zip(blocks, keep) if k])
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
