@@ -133,8 +133,8 @@ def train(examples: list[PageExample], kind: Kind = "gbdt", seed: int = 0, max_s
     """A model of `kind` on the examples; training stops at `max_seconds` (sequence: between
     epochs; gbdt: its trees are few enough to finish in time on 2 cores)."""
     examples = [e for e in examples if len(e.labels)]
-    if not examples:
-        raise ValueError("no labelled blocks to train on")
+    if len(examples) < 2:  # (the second pass of the trees trains on pages the first pass left out)
+        raise ValueError(f"{len(examples)} page(s) with labelled blocks: too few to train on")
     started = time.perf_counter()
     blocks = sum(len(e.labels) for e in examples)
     report = {"pages": len(examples), "blocks": blocks, "main_share": float(sum(e.labels.sum() for e in examples) / blocks),
