@@ -12,7 +12,10 @@ block is main when more than `--threshold` of its characters align.
 - `--teacher`: any extractor arm of an experiment config (the Dripper LLM on a GPU, say) run on
   the records of `--warc`; the reference is what the teacher extracted (distillation).
 
-Writes the model folder (`block_model.json` and the model file) to DIR.
+Each page file, the generated pages and the teacher's pages are one source each: the trees'
+second pass learns from first-pass labels of sources the first pass did not see (five folds of
+pages when there is one source). Writes the model folder (`block_model.json` and the model files)
+to DIR.
 """
 
 from __future__ import annotations
