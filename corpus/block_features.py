@@ -11,9 +11,11 @@ the article, and the same shape features of the two blocks before and after.
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -68,12 +70,17 @@ def _shape(block: Block) -> list[float]:
     words = _WORD.findall(text.lower())
     n_words = max(len(words), 1)
     return [
-        np.log1p(chars), np.log1p(len(words)), min(block.link_chars / max(chars, 1), 1.0),
-        len(_PUNCT.findall(text)) / max(chars, 1), sum(c.isdigit() for c in text) / max(chars, 1),
-        sum(w in STOP_WORDS for w in words) / n_words, len(_CJK.findall(text)) / max(chars, 1),
-        sum(map(len, words)) / n_words, np.log1p(len(_SENTENCE_END.findall(text))),
+        math.log1p(chars), math.log1p(len(words)), min(block.link_chars / max(chars, 1), 1.0),
+        len(_PUNCT.findall(text)) / max(chars, 1), sum(map(str.isdigit, text)) / max(chars, 1),
+        sum(map(STOP_WORDS.__contains__, words)) / n_words, len(_CJK.findall(text)) / max(chars, 1),
+        sum(map(len, words)) / n_words, math.log1p(len(_SENTENCE_END.findall(text))),
         float(bool(_SENTENCE_END.match(text[-1:]))),
     ]
+
+
+@lru_cache(maxsize=65536)
+def _bucket(word: str) -> int:
+    return zlib.crc32(word.encode()) % HASH_BUCKETS
 
 
 def _up(block: Block, k: int) -> int:
@@ -133,13 +140,14 @@ def page_features(blocks: list[Block]) -> np.ndarray:
     containers = _containers(blocks, shapes, chars)
     best = max(containers, key=lambda c: containers[c].score)
     best_chars = containers[best].chars
+    log_total, log_n = math.log1p(total), math.log1p(n)
     rows = []
     for i, b in enumerate(blocks):
         tag = _tag(b)
         ancestors = set(b.ancestors)
         hashed = [0.0] * HASH_BUCKETS
         for w in b.words:
-            hashed[zlib.crc32(w.encode()) % HASH_BUCKETS] += 1.0
+            hashed[_bucket(w)] += 1.0
         shared = 0
         for x, y in zip(b.ancestors, top):
             if x != y:
@@ -149,14 +157,14 @@ def page_features(blocks: list[Block]) -> np.ndarray:
             *shapes[i], *(float(tag == t) for t in TAGS), *(float(a in ancestors) for a in ANCESTORS),
             float(len(b.ancestors)), len(b.ancestors) / max_depth,
             float(sum(w in POSITIVE for w in b.words)), float(sum(w in NEGATIVE for w in b.words)), *hashed,
-            i / n, before[i] / max(total, 1), np.log1p(total), np.log1p(n), chars[i] / max(total, 1),
+            i / n, before[i] / max(total, 1), log_total, log_n, chars[i] / max(total, 1),
             chars[i] / max(chars[longest], 1), float(b.parent == blocks[longest].parent),
             shared / max(len(b.ancestors), 1), abs(i - longest) / n,
-            parent_chars[b.parent] / max(total, 1), np.log1p(parent_blocks[b.parent]),
+            parent_chars[b.parent] / max(total, 1), math.log1p(parent_blocks[b.parent]),
         ]
         for k in UP:
             c = containers[_up(b, k)]
-            row += [c.chars / max(total, 1), c.link_chars / max(c.chars, 1), c.prose / max(c.chars, 1), np.log1p(c.blocks)]
+            row += [c.chars / max(total, 1), c.link_chars / max(c.chars, 1), c.prose / max(c.chars, 1), math.log1p(c.blocks)]
         inside = best in b.containers
         row += [float(inside), best_chars / max(total, 1),
                 (len(b.containers) - b.containers.index(best)) / max_depth if inside else 0.0]
@@ -169,7 +177,6 @@ def page_features(blocks: list[Block]) -> np.ndarray:
                 row += [0.0] * 6
         rows.append(row)
     return np.asarray(rows, dtype=np.float32)
-
 
 
 CONTEXT_NAMES = ("first_pass", *(f"first_pass_n{o:+d}" for o in NEIGHBOURS), *(f"first_pass_up{k}" for k in UP),
