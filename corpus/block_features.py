@@ -179,6 +179,14 @@ def page_features(blocks: list[Block]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32)
 
 
+STALE_MODEL = "trained on other features than corpus.block_features computes; retrain it with python -m corpus.block_training"
+
+
+def computed_by_this_version(meta: dict) -> bool:
+    """Whether a model's `block_model.json` names the features this module computes."""
+    return meta.get("features") == list(FEATURE_NAMES) and meta.get("context") == list(CONTEXT_NAMES)
+
+
 CONTEXT_NAMES = ("first_pass", *(f"first_pass_n{o:+d}" for o in NEIGHBOURS), *(f"first_pass_up{k}" for k in UP),
                  "first_pass_window", "page_max", "to_page_max", "page_rank", "page_main_share")
 WINDOW = 5  # blocks on each side

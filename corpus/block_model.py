@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES, context_features
+from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES, STALE_MODEL, computed_by_this_version, context_features
 from corpus.blocks import Block
 
 META = "block_model.json"
@@ -93,8 +93,8 @@ class BlockModel:
     @classmethod
     def load(cls, folder: Path) -> BlockModel:
         meta = json.loads((Path(folder) / META).read_text())
-        if meta["features"] != list(FEATURE_NAMES) or meta.get("context") != list(CONTEXT_NAMES):
-            raise ValueError(f"{folder}: trained on other features than corpus.block_features computes; retrain it")
+        if not computed_by_this_version(meta):
+            raise ValueError(f"{folder}: {STALE_MODEL}")
         model = cls(meta["kind"], meta["threshold"], meta["report"])
         if model.kind == "gbdt":
             import lightgbm

@@ -193,3 +193,16 @@ def test_a_missing_model_folder_fails_at_load(tmp_path, sample_dir):
 
     with pytest.raises(ValidationError, match="block_model.json"):
         make_config(tmp_path, sample_dir / "sample.warc.gz", {"b": {"extractor": "block_classifier", "model": str(tmp_path)}})
+
+
+def test_a_model_of_other_features_fails_at_config_load(tmp_path, sample_dir):
+    from pydantic import ValidationError
+
+    folder = train(list(examples_from_generated(10, seed=3)), "gbdt", trees=5).save(tmp_path / "model")
+    meta = json.loads((folder / "block_model.json").read_text())
+    del meta["context"]  # a one-pass model of an earlier version
+    (folder / "block_model.json").write_text(json.dumps(meta))
+    with pytest.raises(ValidationError, match="retrain it"):
+        make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"b": {"extractor": "block_classifier", "model": str(folder)}})
+    with pytest.raises(ValueError, match="retrain it"):
+        BlockModel.load(folder)

@@ -6,6 +6,8 @@ written by `python -m corpus.block_training`. The step is
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Literal
 
 from pydantic import field_validator
@@ -21,7 +23,13 @@ class BlockClassifierArm(ExtractorArm):
     @field_validator("model")
     @classmethod
     def _model_folder(cls, value: str) -> str:
-        return require_model_folder(value, "block_model.json", "train one with python -m corpus.block_training")
+        from corpus.block_features import STALE_MODEL, computed_by_this_version
+
+        require_model_folder(value, "block_model.json", "train one with python -m corpus.block_training")
+        # a model from an earlier version fails here, not in every extraction task
+        if not computed_by_this_version(json.loads((Path(value) / "block_model.json").read_text())):
+            raise ValueError(f"{value!r}: {STALE_MODEL}")
+        return value
 
     def step(self):
         from corpus.extractors.block_classifier_step import BlockClassifier
