@@ -68,7 +68,8 @@ $(DEMO_ENCODER)/block_labeler.json: | setup
 	   $(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100 \
 	 ) >> $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
-$(DEMO_BLOCKS)/block_model.json: | setup
+# retrained when the code that defines its features changes (an older model is refused at load)
+$(DEMO_BLOCKS)/block_model.json: corpus/blocks.py corpus/block_features.py corpus/block_model.py corpus/block_training.py | setup
 	@mkdir -p $(dir $(DEMO_LOG))
 	@echo "== demo models: the block classifier, 200 generated pages (log: $(DEMO_LOG))"
 	@$(PY) -m corpus.block_training --generated 200 --seed 1000 --out $(DEMO_BLOCKS) >> $(DEMO_LOG) 2>&1 \
