@@ -1,3 +1,4 @@
+import json
 import shutil
 from pathlib import Path
 
@@ -90,10 +91,13 @@ def test_paper_config_loads():
 def test_local_config_loads(tmp_path, monkeypatch):
     # the local config names the demo's model folders relative to the repository root
     shutil.copytree(REPO / "configs", tmp_path / "configs")
-    for folder, marker in (("encoder-labeler", "block_labeler.json"), ("block-classifier", "block_model.json")):
+    from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES
+
+    block_meta = {"features": list(FEATURE_NAMES), "context": list(CONTEXT_NAMES)}
+    for folder, marker, meta in (("encoder-labeler", "block_labeler.json", {}), ("block-classifier", "block_model.json", block_meta)):
         model = tmp_path / "out" / "local" / "models" / folder
         model.mkdir(parents=True)
-        (model / marker).write_text("{}")
+        (model / marker).write_text(json.dumps(meta))
     monkeypatch.chdir(tmp_path)
     config = load_experiment("configs/local.yaml")
     assert set(config.arms) == {"trafilatura", "dripper", "block_classifier", "whole_page", "gold"}
