@@ -88,6 +88,9 @@ def _up(block: Block, k: int) -> int:
     return block.containers[max(len(block.containers) - k, 0)]
 
 
+_ENDS_SENTENCE, _LINK_DENSITY = SHAPE.index("ends_sentence"), SHAPE.index("link_density")
+
+
 @dataclass
 class _Container:
     chars: float = 0.0
@@ -104,7 +107,7 @@ def _containers(blocks: list[Block], shapes: list[list[float]], chars: np.ndarra
     element whose score, discounted by its link density, is highest is where the article is."""
     found: dict[int, _Container] = {}
     for b, shape, c in zip(blocks, shapes, chars):
-        prose = c if shape[9] and shape[2] < 0.3 else 0.0
+        prose = c if shape[_ENDS_SENTENCE] and shape[_LINK_DENSITY] < 0.3 else 0.0
         for cid in b.containers:
             box = found.setdefault(cid, _Container())
             box.chars += c
@@ -179,14 +182,6 @@ def page_features(blocks: list[Block]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float32)
 
 
-STALE_MODEL = "trained on other features than corpus.block_features computes; retrain it with python -m corpus.block_training"
-
-
-def computed_by_this_version(meta: dict) -> bool:
-    """Whether a model's `block_model.json` names the features this module computes."""
-    return meta.get("features") == list(FEATURE_NAMES) and meta.get("context") == list(CONTEXT_NAMES)
-
-
 CONTEXT_NAMES = ("first_pass", *(f"first_pass_n{o:+d}" for o in NEIGHBOURS), *(f"first_pass_up{k}" for k in UP),
                  "first_pass_window", "page_max", "to_page_max", "page_rank", "page_main_share")
 WINDOW = 5  # blocks on each side
@@ -220,3 +215,11 @@ def context_features(blocks: list[Block], first_pass: np.ndarray) -> np.ndarray:
     main_share = chars[p > 0.5].sum() / max(chars.sum(), 1)
     columns = [p, *neighbours, *enclosing, window, np.full(n, p.max()), p / max(p.max(), 1e-6), rank, np.full(n, main_share)]
     return np.stack(columns, axis=1).astype(np.float32)
+
+
+STALE_MODEL = "trained on other features than corpus.block_features computes; retrain it with python -m corpus.block_training"
+
+
+def computed_by_this_version(meta: dict) -> bool:
+    """Whether a model's `block_model.json` names the features this module computes."""
+    return meta.get("features") == list(FEATURE_NAMES) and meta.get("context") == list(CONTEXT_NAMES)
