@@ -134,7 +134,7 @@ def page_features(blocks: list[Block]) -> np.ndarray:
     before = np.concatenate([[0.0], np.cumsum(chars)[:-1]])
     longest = int(chars.argmax())
     max_depth = max(len(b.ancestors) for b in blocks)
-    parent_chars: dict[int, float] = {}
+    parent_chars: dict[int, float] = {}  # blocks directly in the element (its container totals include deeper ones)
     parent_blocks: dict[int, int] = {}
     for b, c in zip(blocks, chars):
         parent_chars[b.parent] = parent_chars.get(b.parent, 0.0) + c
@@ -202,12 +202,13 @@ def context_features(blocks: list[Block], first_pass: np.ndarray) -> np.ndarray:
     neighbours = [padded[2 + o:2 + o + n] for o in NEIGHBOURS]
     enclosing = []
     for k in UP:
+        keys = [_up(b, k) for b in blocks]
         mass: dict[int, float] = {}
         weight: dict[int, float] = {}
-        for b, pi, c in zip(blocks, p, chars):
-            mass[_up(b, k)] = mass.get(_up(b, k), 0.0) + pi * c
-            weight[_up(b, k)] = weight.get(_up(b, k), 0.0) + c
-        enclosing.append(np.array([mass[_up(b, k)] / max(weight[_up(b, k)], 1) for b in blocks]))
+        for key, pi, c in zip(keys, p, chars):
+            mass[key] = mass.get(key, 0.0) + pi * c
+            weight[key] = weight.get(key, 0.0) + c
+        enclosing.append(np.array([mass[key] / max(weight[key], 1) for key in keys]))
     mass, weight = np.concatenate([[0], np.cumsum(p * chars)]), np.concatenate([[0], np.cumsum(chars)])
     lo, hi = np.clip(np.arange(n) - WINDOW, 0, n), np.clip(np.arange(n) + WINDOW + 1, 0, n)
     window = (mass[hi] - mass[lo]) / np.maximum(weight[hi] - weight[lo], 1)
