@@ -64,18 +64,22 @@ $(DEMO_ENCODER)/block_labeler.json: | setup
 	@mkdir -p $(dir $(DEMO_LOG))
 	@echo "== demo models: the encoder labeler, 200 generated pages, 100 s (log: $(DEMO_LOG))"
 	@( $(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000 && \
-	   $(PY) -m corpus.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels && \
-	   $(PY) -m corpus.labelers.train --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100 \
+	   $(PY) -m corpus.extractors.dripper.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels && \
+	   $(PY) -m corpus.extractors.dripper.training --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100 \
 	 ) >> $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
 # retrained when the code that defines its features changes (an older model is refused at load)
-$(DEMO_BLOCKS)/block_model.json: corpus/blocks.py corpus/block_features.py corpus/block_model.py corpus/block_training.py | setup
+BLOCK_CLASSIFIER = $(addprefix corpus/extractors/block_classifier/,blocks.py features.py model.py training.py)
+$(DEMO_BLOCKS)/block_model.json: $(BLOCK_CLASSIFIER) | setup
 	@mkdir -p $(dir $(DEMO_LOG))
 	@echo "== demo models: the block classifier, 200 generated pages (log: $(DEMO_LOG))"
-	@$(PY) -m corpus.block_training --generated 200 --seed 1000 --out $(DEMO_BLOCKS) >> $(DEMO_LOG) 2>&1 \
+	@$(PY) -m corpus.extractors.block_classifier.training --generated 200 --seed 1000 --out $(DEMO_BLOCKS) >> $(DEMO_LOG) 2>&1 \
 	 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
+# the layers (import-linter contracts in pyproject.toml) and the linter first: seconds, before minutes of tests
 test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 clean:

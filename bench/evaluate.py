@@ -25,7 +25,7 @@ def untrained_tiny(folder: Path) -> Path:
 
     from configs.experiment import PretrainConfig, TokenizerConfig
     from corpus.sample.text import Prose
-    from corpus.tokenizer import train_sentencepiece
+    from corpus.tokens.tokenizer import train_sentencepiece
     from pretrain.model import hf_config
 
     rng = random.Random(0)
@@ -34,7 +34,8 @@ def untrained_tiny(folder: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     model_config = PretrainConfig.model_validate({"model": "tiny", "training": {
         "global_batch_size": 1, "micro_batch_size": 1, "checkpoint_every": 1}}).model
-    LlamaForCausalLM(hf_config(model_config, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id)).save_pretrained(str(folder))
+    model = LlamaForCausalLM(hf_config(model_config, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id))
+    model.save_pretrained(str(folder))
     return folder
 
 

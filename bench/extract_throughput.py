@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import statistics
 import time
@@ -20,20 +21,18 @@ from pathlib import Path
 
 from mineru_html.process.build_prompt import get_full_prompt
 
-from corpus.extractors.trafilatura import trafilatura_step
-from corpus.extractors.trafilatura import TrafilaturaOptions
-from corpus.extractors.dripper_step import main_html_from_labels, simplify_page
+from corpus.extractors.dripper.step import main_html_from_labels, simplify_page
+from corpus.extractors.trafilatura import TrafilaturaOptions, trafilatura_step
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
-from evaluation.pages import SHARED_PAGE_SETS
-
+from corpus.sample.annotated import SHARED_PAGE_SETS
 
 
 def page_sets(max_pages: int) -> dict[str, list[tuple[str, str | None]]]:
     sets = {"generated-sample": [(p.html, p.url) for p in generate_pages(max_pages, seed=123)]}
     for path in sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
-            rows = [json.loads(line) for _, line in zip(range(max_pages), f)]
+            rows = [json.loads(line) for line in itertools.islice(f, max_pages)]
         sets[path.parent.name] = [(r["html"], r.get("url")) for r in rows]
     return sets
 
@@ -87,7 +86,8 @@ def main() -> None:
     args = parser.parse_args()
     results = {name: measure(pages) for name, pages in page_sets(args.max_pages).items()}
 
-    head = f"{'set':24} {'pages':>5} {'traf p/s':>9} {'drip+h2t':>9} {'drip+mineru':>11} | {'simplify':>8} {'mapping':>8} {'h2t':>7} {'mineru md':>9}  (ms/page)"
+    head = (f"{'set':24} {'pages':>5} {'traf p/s':>9} {'drip+h2t':>9} {'drip+mineru':>11} | "
+            f"{'simplify':>8} {'mapping':>8} {'h2t':>7} {'mineru md':>9}  (ms/page)")
     print(head)
     print("-" * len(head))
     for name, r in results.items():

@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 
 from corpus.extractors import default_arm, standalone_kinds
+from corpus.sample.annotated import SHARED_PAGE_SETS, load_pages
 from evaluation.extraction import evaluate, markdown_table
-from evaluation.pages import SHARED_PAGE_SETS, load_pages
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -2,8 +2,8 @@
 
     python -m bench.labeler [--max-pages 400] [--held-out cleaneval ...] [--generated 0] [--sequence-seconds 60]
 
-For each held-out full-gold set of ../shared/data/extraction: label the blocks (corpus.blocks) of
-every set by aligning them to the gold (corpus.block_training), train the classifier on all the
+For each held-out full-gold set of ../shared/data/extraction: label the blocks (corpus.extractors.block_classifier.blocks) of
+every set by aligning them to the gold (corpus.extractors.block_classifier.training), train the classifier on all the
 *other* sets (plus `--generated` generated pages), and score on the held-out pages (ROUGE-5 F1,
 WebMainBench protocol):
 - the block_classifier arm with the gradient-boosted trees (the arm's model kind, two passes), run
@@ -27,15 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from corpus.block_features import page_features
-from corpus.block_model import PageExample, train
-from corpus.block_training import THRESHOLD, examples_from_generated
-from corpus.blocks import blocks_markdown, page_blocks
 from corpus.extractors import default_arm
+from corpus.extractors.alignment import aligned_shares
 from corpus.extractors.block_classifier import BlockClassifierArm
-from corpus.labels import aligned_shares
+from corpus.extractors.block_classifier.blocks import blocks_markdown, page_blocks
+from corpus.extractors.block_classifier.features import page_features
+from corpus.extractors.block_classifier.model import PageExample, train
+from corpus.extractors.block_classifier.training import THRESHOLD, examples_from_generated
+from corpus.sample.annotated import SHARED_PAGE_SETS, load_pages
 from evaluation.extraction import run_step, score_page
-from evaluation.pages import SHARED_PAGE_SETS, load_pages
 
 FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", "readability", "webmainbench-sample"]
 
@@ -53,8 +53,19 @@ def labelled_set(path: Path, max_pages: int) -> list[tuple]:
 
 
 def rouge_of_choices(rows, choose) -> float:
-    return statistics.fmean(score_page(page, blocks_markdown([b for b, k in zip(blocks, choose(blocks, x, y)) if k]))["rouge5_f1"]
-                            for page, blocks, x, y in rows)
+    """Mean ROUGE-5 of the pages' blocks that `choose(blocks, features)` keeps."""
+    return statistics.fmean(score_page(page, blocks_markdown([b for b, k in zip(blocks, choose(blocks, x), strict=True) if k]))
+                            ["rouge5_f1"] for page, blocks, x, _ in rows)
+
+
+def first_pass_choice(model):
+    """The blocks a two-pass model's first pass alone keeps (P > 0.5)."""
+    return lambda blocks, x: model.booster.predict(x) > 0.5
+
+
+def oracle_rows(rows):
+    """The rows with the aligned labels as the features, for the oracle's choice."""
+    return [(page, blocks, y, y) for page, blocks, _, y in rows]
 
 
 def arm_scores(arm, pages) -> dict:
@@ -94,10 +105,10 @@ def main() -> int:
             results[held] = {
                 "pages": len(pages), "train_pages": len(train_examples),
                 "block_classifier": arm_scores(arm, pages),
-                "first_pass": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: gbdt.booster.predict(x) > 0.5)},
-                "sequence_model": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: sequence.main_blocks(blocks, x)),
+                "first_pass": {"rouge5_f1": rouge_of_choices(rows, first_pass_choice(gbdt))},
+                "sequence_model": {"rouge5_f1": rouge_of_choices(rows, sequence.main_blocks),
                                    "epochs": sequence.report["epochs"]},
-                "oracle": {"rouge5_f1": rouge_of_choices(rows, lambda blocks, x, y: y > 0)},
+                "oracle": {"rouge5_f1": rouge_of_choices(oracle_rows(rows), lambda blocks, y: y > 0)},
                 "trafilatura": arm_scores(traf, pages),
                 "resiliparse": arm_scores(resiliparse, pages),
             }

@@ -55,8 +55,9 @@ def build(name: str, work: Path, tokenizer: str):
     from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
     from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter
 
-    from corpus.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
-    from corpus.filters import KeywordFilter, LocalLanguageFilter, OfflineURLFilter, default_lid_model
+    from corpus.extractors.prefilters import OfflineURLFilter
+    from corpus.postprocess.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
+    from corpus.postprocess.filters import KeywordFilter, LocalLanguageFilter, default_lid_model
 
     mh = MinhashConfig()
     keywords = work / "keywords.txt"
@@ -75,7 +76,8 @@ def build(name: str, work: Path, tokenizer: str):
         "MinHash 2: buckets": lambda: MinhashDedupBuckets(str(work / "mh-sigs"), str(work / "mh-buckets"), config=mh),
         "MinHash 3: cluster": lambda: MinhashDedupCluster(str(work / "mh-buckets"), str(work / "mh-remove"), config=mh),
         "MinHash 4: filter": lambda: MinhashDedupFilter(str(work / "mh-remove")),
-        "Megatron tokenise": lambda: MegatronDocumentTokenizer(str(work / "tokens"), tokenizer_name_or_path=tokenizer, eos_token="</s>"),
+        "Megatron tokenise": lambda: MegatronDocumentTokenizer(str(work / "tokens"), tokenizer_name_or_path=tokenizer,
+                                                               eos_token="</s>"),
     }[name]()
 
 
@@ -115,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from configs.experiment import TokenizerConfig
-    from corpus.tokenizer import train_sentencepiece
+    from corpus.tokens.tokenizer import train_sentencepiece
 
     docs = documents(args.docs)
     ctx = mp.get_context("spawn")
@@ -123,7 +125,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "docs.json").write_text(json.dumps(docs))
-        train_sentencepiece([d["text"] for d in docs[:1000]], TokenizerConfig(kind="sentencepiece", vocab_size=8000), work / "tok")
+        options = TokenizerConfig(kind="sentencepiece", vocab_size=8000)
+        train_sentencepiece([d["text"] for d in docs[:1000]], options, work / "tok")
         for name in STEPS:
             queue = ctx.Queue()
             proc = ctx.Process(target=run_one, args=(name, work, str(work / "tok" / "tokenizer.json"), queue))

@@ -16,9 +16,9 @@
    checkpoint's Hugging Face export must give Megatron's logits; one lm-eval task runs on it.
    Tokens/s per GPU and MFU.
 
-Writes `<output_root>/preflight/preflight.json`, which `python -m corpus.plan` reads for the GPU
+Writes `<output_root>/preflight/preflight.json`, which `python -m corpus.flow.plan` reads for the GPU
 rates. On a machine without a GPU the same code runs with the tiny model shape and a random
-labeler model of the Dripper architecture (corpus.labelers.random_model): every path is
+labeler model of the Dripper architecture (corpus.extractors.dripper.random_model): every path is
 exercised, the speeds mean nothing, and the plan does not use them.
 """
 
@@ -92,7 +92,7 @@ def environment(config: ExperimentConfig) -> list[dict]:
 def reference_checks(config: ExperimentConfig) -> list[dict]:
     """The first row of every reference corpus: reachable from this node (hub or files), with
     text in `text_field` and, ideally, an id in `id_field`."""
-    from corpus.reference_steps import first_row
+    from corpus.read.reference_steps import first_row
 
     checks = []
     for name, arm in config.reference_arms.items():
@@ -140,7 +140,7 @@ def evaluation_data_checks() -> list[dict]:
 def preflight_pages(count: int, page_file: Path | None, real_pages: bool) -> list[str]:
     """HTML of `count` pages: a page file, the shared annotated sets (where `real_pages`), or
     generated pages (short enough for the CPU run's small random model)."""
-    from evaluation.pages import SHARED_PAGE_SETS, load_pages
+    from corpus.sample.annotated import SHARED_PAGE_SETS, load_pages
 
     if page_file:
         files = [page_file]
@@ -158,8 +158,8 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
     from mineru_html.process.build_prompt import get_full_prompt
     from transformers import AutoTokenizer
 
-    from corpus.extractors.dripper_step import simplify_page
-    from corpus.labelers import BlockPage
+    from corpus.extractors.dripper.labelers import BlockPage
+    from corpus.extractors.dripper.step import simplify_page
     from corpus.shims import shut_down_engine
 
     blocks = []
@@ -199,8 +199,8 @@ def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
         return None
     if cuda:
         return arm.labeler
-    from corpus.labelers.config import VllmLabelerConfig
-    from corpus.labelers.random_model import build_random_model
+    from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
+    from corpus.extractors.dripper.random_model import build_random_model
 
     model = build_random_model(out / "random-labeler", seed=0, max_positions=4096)
     # the random model spells its answer one character per token: room for that
@@ -238,7 +238,7 @@ def build_scratch_data(config: ExperimentConfig) -> None:
     from tokenizers import Tokenizer
 
     from corpus.sample.text import Prose
-    from corpus.tokenizer import train_sentencepiece
+    from corpus.tokens.tokenizer import train_sentencepiece
 
     rng = random.Random(0)
     train_sentencepiece(["\n\n".join(Prose(rng).paragraph() for _ in range(3)) for _ in range(200)],
@@ -361,7 +361,8 @@ def preflight(config: ExperimentConfig, pages: int, page_file: Path | None, step
             report["labeler"] = pool.submit(measure_labeler, labeler_config, preflight_pages(pages, page_file, cuda)).result()
         lab = report["labeler"]
         report["checks"].append(check("labeler", lab["labelled"] > 0,
-                                      f"{lab['labelled']} of {lab['sent']} pages labelled, {lab['pages_per_s_per_gpu'] or 0:.2f} pages/s",
+                                      f"{lab['labelled']} of {lab['sent']} pages labelled, "
+                                      f"{lab['pages_per_s_per_gpu'] or 0:.2f} pages/s",
                                       "see the labeler error above"))
     if config.pretrain:
         report["training"], checks = measure_training(config, out, steps, cuda)

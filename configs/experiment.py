@@ -19,7 +19,7 @@ from pydantic import Discriminator, Field, Tag, ValidationError, field_validator
 from configs.base import ConfigError, Resources, StrictModel
 from configs.model import ModelConfig, named_model
 from corpus.extractors import KINDS, ExtractorArm, GoldArm, kind_name
-from corpus.reference import ReferenceArm
+from corpus.read.reference import ReferenceArm
 
 # ---------------------------------------------------------------- inputs
 
@@ -207,7 +207,7 @@ class MinhashOptions(StrictModel):
 
 class PostprocessConfig(StrictModel):
     """Applied, as one block, to every arm: there is no per-arm post-processing to get wrong.
-    The steps and their order are `corpus.postprocess.POSTPROCESS_STEPS`."""
+    The steps and their order are `corpus.postprocess.steps.POSTPROCESS_STEPS`."""
 
     exact_dedup: ExactDedupOptions = ExactDedupOptions()
     language: LanguageOptions = LanguageOptions()
@@ -354,7 +354,7 @@ class EvaluationConfig(StrictModel):
 
 
 class PlanConfig(StrictModel):
-    """`python -m corpus.plan`: the pilot's size, and the rates it assumes where neither the pilot
+    """`python -m corpus.flow.plan`: the pilot's size, and the rates it assumes where neither the pilot
     (on this hardware) nor a GPU preflight (`python -m bench.preflight`) measured them. Every
     figure of a plan says which of the three it came from."""
 
@@ -379,7 +379,7 @@ def extractor_or_corpus(value) -> str | None:
 
 
 # An arm extracts the WARC records (`extractor: <kind>`, corpus.extractors) or reads an existing
-# corpus (`corpus: <format>`, corpus.reference); errors are located as arms.<name>.<kind>.<key>.
+# corpus (`corpus: <format>`, corpus.read.reference); errors are located as arms.<name>.<kind>.<key>.
 Arm = Annotated[Union[tuple(Annotated[kind, Tag(kind_name(kind))] for kind in KINDS)
                       + (Annotated[ReferenceArm, Tag("reference")],)], Discriminator(extractor_or_corpus)]
 
@@ -397,6 +397,17 @@ class ExperimentConfig(StrictModel):
     pretrain: PretrainConfig | None = None
     evaluation: EvaluationConfig | None = None
     plan: PlanConfig = PlanConfig()
+
+    @field_validator("arms", mode="before")
+    @classmethod
+    def _no_extraction_options_on_a_corpus(cls, arms):
+        if isinstance(arms, dict):
+            options = {f for kind in KINDS for f in kind.model_fields} - set(ReferenceArm.model_fields)
+            for name, arm in arms.items():
+                if isinstance(arm, dict) and "corpus" in arm and (extraction := sorted(set(arm) & options)):
+                    raise ValueError(f"arms.{name}: a reference arm reads an existing corpus; {extraction} are "
+                                     "extraction options: drop them")
+        return arms
 
     @field_validator("arms")
     @classmethod
@@ -418,6 +429,11 @@ class ExperimentConfig(StrictModel):
     def _arms_in_context(self) -> ExperimentConfig:
         if not self.extractor_arms:
             raise ValueError("every arm reads an existing corpus: give at least one extractor arm (the comparison)")
+        if self.tokenizer is not None and self.tokenizer.kind == "sentencepiece" and not self.tokenizer_arms():
+            raise ValueError(f"tokenizer: kind: sentencepiece is trained on the extractor arms' text, bounds "
+                             f"({', '.join(self.extractor_arms)}) and reference corpora aside, and this config has no "
+                             "such arm: add one (e.g. extractor: trafilatura), or use "
+                             "tokenizer: {kind: pretrained, name_or_path: ...}")
         for name, arm in self.reference_arms.items():
             if self.dataset is None and arm.max_documents is None:
                 raise ValueError(f"arms.{name}: a reference arm reads as many tokens as dataset.tokens_per_arm needs; "
@@ -448,6 +464,17 @@ class ExperimentConfig(StrictModel):
         so that adding a bound or a reference row never changes the tokenizer."""
         return [name for name, arm in self.extractor_arms.items() if not arm.bound]
 
+    def training_steps(self) -> tuple[int, int]:
+        """(steps, samples): the most whole global batches one pass over the budget gives. A sample
+        is `seq_length + 1` tokens (inputs and shifted labels), consecutive samples share one."""
+        seq, batch = self.pretrain.model.seq_length, self.pretrain.training.global_batch_size
+        samples = (self.dataset.tokens_per_arm - 1) // seq
+        steps = samples // batch
+        if steps < 1:
+            raise ValueError(f"dataset.tokens_per_arm = {self.dataset.tokens_per_arm:,} gives {samples} sequences of "
+                             f"{seq} tokens: not one global batch of {batch}. Raise the budget or lower the batch.")
+        return steps, steps * batch
+
     def runs(self) -> list[tuple[str, int]]:
         """Every (arm, seed) training run, in (arm, seed) order: the one list training,
         evaluation and the report iterate over."""
@@ -464,6 +491,10 @@ class ExperimentConfig(StrictModel):
 
     def post_dir(self, arm: str) -> Path:
         return self.output_root / "post" / arm
+
+    def removed_dir(self, arm: str, step: str) -> Path:
+        """Every document a post-processing step removed from the arm, with its reason."""
+        return self.post_dir(arm) / "removed" / step
 
     def tokenizer_dir(self) -> Path:
         return self.output_root / "tokenizer"
@@ -491,12 +522,30 @@ class ExperimentConfig(StrictModel):
         return self.output_root / "train" / arm / f"seed{seed}"
 
 
+# the field each tagged union of the config is told apart by (pydantic names a callable discriminator)
+DISCRIMINATOR_FIELDS = {"extractor_or_corpus()": "extractor"}
+
+
+def _error_line(e: dict) -> str:
+    """`key: message`, with the key a person writes in the YAML."""
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        discriminator = e["ctx"]["discriminator"]
+        field = DISCRIMINATOR_FIELDS.get(discriminator, discriminator.strip("'"))
+        known = [t.strip("' ") for t in e["ctx"].get("expected_tags", "").split(",") if t.strip()]
+        if not known:  # union_tag_not_found does not list them
+            known = [kind_name(k) for k in KINDS] if field == "extractor" else []
+        corpus = " (or `corpus: huggingface|parquet|jsonl` for a reference corpus)" if field == "extractor" else ""
+        names = ", ".join(t for t in known if t != "reference")
+        if e["type"] == "union_tag_invalid":
+            return f"{key}.{field}: unknown kind {e['ctx']['tag']!r}; known: {names}{corpus}"
+        return f"{key}.{field}: missing" + (f"; give one of: {names}{corpus}" if names else "")
+    return msg if msg.startswith(f"{key}.") or msg.startswith(f"{key}:") else f"{key}: {msg}"
+
+
 def _format_errors(path: Path, err: ValidationError) -> str:
-    lines = [f"{path}: invalid experiment config"]
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        lines.append(f"  {key}: {e['msg']}")
-    return "\n".join(lines)
+    return "\n".join([f"{path}: invalid experiment config", *(f"  {_error_line(e)}" for e in err.errors())])
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:

@@ -4,7 +4,6 @@ Check these first when upgrading datatrove or mineru-html.
 
 from __future__ import annotations
 
-
 # ---------------------------------------------------------------- datatrove 0.10.1
 
 

@@ -26,8 +26,8 @@ from datatrove.data import Document
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors import default_arm, standalone_kinds
+from corpus.sample.annotated import LabelledPage, load_pages
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
-from evaluation.pages import LabelledPage, load_pages
 from slurm import console
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 _SPACE = re.compile(r"\s+")
 

@@ -34,9 +34,9 @@ import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
-from corpus.ledger import BUDGET, EXTRACTION, READ, arm_ledger, rows_by_name, summary_line
-from corpus.postprocess import output_step
-from corpus.reference import HUB, ReferenceArm
+from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, arm_ledger, rows_by_name, summary_line
+from corpus.postprocess.steps import output_step
+from corpus.read.reference import HUB, ReferenceArm
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
 
 BOOTSTRAP_REPLICATES = 2000
@@ -154,8 +154,8 @@ def paired_bootstrap(reference: list[dict], other: list[dict], suite: Suite, for
             members = [b for b in suite.benchmarks if column == "average" or b.category == column]
             if all(b.name in bench_diffs for b in members):
                 scale = [1 / (1 - b.chance) if center else 1.0 for b in members]
-                draws = np.mean([bench_diffs[b.name] * k for b, k in zip(members, scale)], axis=0)
-                point = float(np.mean([observed[b.name] * k for b, k in zip(members, scale)]))
+                draws = np.mean([bench_diffs[b.name] * k for b, k in zip(members, scale, strict=True)], axis=0)
+                point = float(np.mean([observed[b.name] * k for b, k in zip(members, scale, strict=True)]))
                 out[key][column] = _interval(point, draws)
     return out
 
@@ -334,17 +334,15 @@ def render_markdown(report: dict, suite: Suite) -> str:
                   "|---|---|---:|---:|---:|---:|---:|---:|"]
         for arm in arms:
             e = extraction.get(arm, {})
-
-            def num(key):
-                return f"{e[key]:,}" if e.get(key) is not None else "-"
+            counts = " | ".join(f"{e[key]:,}" if e.get(key) is not None else "-" for key in (
+                "records", "documents_post_processed", "tokens_post_processed", "documents_in_budget", "tokens_in_budget"))
             rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
-            lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {num('records')} | {num('documents_post_processed')} | "
-                         f"{num('tokens_post_processed')} | {num('documents_in_budget')} | {num('tokens_in_budget')} |")
+            lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {counts} |")
     return "\n".join(lines) + "\n"
 
 
 def render_ledger(report: dict) -> str:
-    """Every arm's documents through the corpus flow, one line each (corpus.ledger)."""
+    """Every arm's documents through the corpus flow, one line each (corpus.accounting.ledger)."""
     ledgers = report["ledgers"]
     if not any(ledger["rows"] for ledger in ledgers):
         return ""
@@ -432,7 +430,7 @@ def plot_curves(report: dict, out: Path) -> list[Path]:
     paths = []
     for name, columns in (("average", ["average"]), ("categories", list(CATEGORIES))):
         fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.6), squeeze=False)
-        for ax, column in zip(axes[0], columns):
+        for ax, column in zip(axes[0], columns, strict=True):
             for arm, points in report["curves"].items():
                 xs = [int(t) for t, v in points.items() if v[column]]
                 ys = [[100 * x for x in points[str(t)][column]] for t in xs]

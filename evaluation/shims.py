@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 # ---------------------------------------------------------------- lm-eval 0.4.13
 
 

@@ -40,18 +40,6 @@ def tokenizer_facts(config: ExperimentConfig) -> tuple[int, int, int | None]:
             tokenizer.token_to_id(bos) if bos else None)
 
 
-def training_steps(config: ExperimentConfig) -> tuple[int, int]:
-    """(steps, samples): the most whole global batches one pass over the budget gives. A sample
-    is `seq_length + 1` tokens (inputs and shifted labels), consecutive samples share one."""
-    seq, batch = config.pretrain.model.seq_length, config.pretrain.training.global_batch_size
-    samples = (config.dataset.tokens_per_arm - 1) // seq
-    steps = samples // batch
-    if steps < 1:
-        raise ValueError(f"dataset.tokens_per_arm = {config.dataset.tokens_per_arm:,} gives {samples} sequences of "
-                         f"{seq} tokens: not one global batch of {batch}. Raise the budget or lower the batch.")
-    return steps, steps * batch
-
-
 def build_dataset(config: ExperimentConfig, arm: str, seed: int, cache: Path):
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
     from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
@@ -60,7 +48,7 @@ def build_dataset(config: ExperimentConfig, arm: str, seed: int, cache: Path):
     if not Path(f"{prefix}.idx").is_file():
         raise FileNotFoundError(f"{prefix}.idx: no dataset for arm {arm!r}; run slurm/extract.sh first")
     vocab, eod, _ = tokenizer_facts(config)
-    _, samples = training_steps(config)
+    _, samples = config.training_steps()
     dataset_config = GPTDatasetConfig(
         random_seed=seed, sequence_length=config.pretrain.model.seq_length, blend=([str(prefix)], None),
         split="1,0,0", path_to_cache=str(cache), tokenizer=DatasetTokenizer(vocab, eod),

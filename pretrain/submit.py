@@ -41,10 +41,9 @@ wait""")
 
 def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
     from pretrain.checkpoint import latest_checkpoint
-    from pretrain.data import training_steps
 
     latest = latest_checkpoint(config.run_dir(arm, seed))
-    return latest is not None and int(latest.name.removeprefix("step_")) >= training_steps(config)[0]
+    return latest is not None and int(latest.name.removeprefix("step_")) >= config.training_steps()[0]
 
 
 def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int]], dry_run: bool) -> list[str]:

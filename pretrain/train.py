@@ -49,14 +49,14 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
-    from pretrain.data import build_dataset, micro_batches, tokenizer_facts, training_steps
+    from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import build_model
     from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
-    steps, _ = training_steps(config)
+    steps, _ = config.training_steps()
     tokens_per_step = config.pretrain.tokens_per_step
     last_step = min(steps, stop_at or steps)
 
@@ -82,7 +82,8 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     dataset = build_dataset(config, arm, seed, run_dir / "data_cache")
     flops_per_token = model_cfg.flops_per_token(vocab)
     run = {"experiment": config.name, "arm": arm, "seed": seed, "model": model_cfg.model_dump(),
-           "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps, "tokenizer_dir": str(config.tokenizer_dir().resolve()),
+           "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps,
+           "tokenizer_dir": str(config.tokenizer_dir().resolve()),
            "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token}
     if rank == 0:
         write_run_info(run_dir, run)
@@ -185,8 +186,8 @@ def missing_inputs(config: ExperimentConfig, runs: list[tuple[str, int]]) -> lis
     """What the corpus flow should have left for these runs and did not."""
     missing = [] if config.tokenizer_file().is_file() else [f"{config.tokenizer_file()}: no tokenizer"]
     for arm in dict.fromkeys(arm for arm, _ in runs):
-        missing += [f"{p}: no dataset for arm {arm!r}" for p in (Path(f"{config.dataset_prefix(arm)}{s}") for s in (".bin", ".idx"))
-                    if not p.is_file()]
+        files = (Path(f"{config.dataset_prefix(arm)}{suffix}") for suffix in (".bin", ".idx"))
+        missing += [f"{p}: no dataset for arm {arm!r}" for p in files if not p.is_file()]
     return missing
 
 
@@ -201,7 +202,6 @@ def run_summary(config: ExperimentConfig, arm: str, seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pretrain.data import training_steps
 
     parser = argparse.ArgumentParser(prog="python -m pretrain.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             with console.redirected(log):
                 train(config, arm, seed, args.stop_at)
             continue
-        with console.stage(title, log, "steps", training_steps(config)[0]) as bar:
+        with console.stage(title, log, "steps", config.training_steps()[0]) as bar:
             train(config, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
         console.closing_line(title, run_summary(config, arm, seed), config.run_dir(arm, seed), log)
     dist.destroy_process_group()

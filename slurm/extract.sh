@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The corpus flow of an experiment: extraction of every arm, the shared tokenizer, identical
-# post-processing, tokenisation and the equal token budget (corpus/stages.py).
+# post-processing, tokenisation and the equal token budget (corpus/flow/stages.py).
 #   bash slurm/extract.sh [CONFIG]     on this machine (datatrove's local executor, stage by stage)
 #   sbatch slurm/extract.sh [CONFIG]   on a cluster: this small job submits every stage as a
 #                                      datatrove job array that waits for the stages it needs
 #                                      (partition, GPUs, tasks, time from the config)
 # Re-running skips the tasks that finished (datatrove completion markers under each logs/).
-# With a plan (python -m corpus.plan CONFIG), a config projected to fall short of the token budget
+# With a plan (python -m corpus.flow.plan CONFIG), a config projected to fall short of the token budget
 # is refused before any work; `... extract.sh CONFIG --allow-short` runs it anyway.
 #SBATCH --job-name=xsuite-extract
 #SBATCH --partition=cpu
@@ -19,4 +19,4 @@ CONFIG=${1:-configs/local.yaml}
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
 if [ -n "${SLURM_JOB_ID:-}" ]; then EXECUTOR=slurm; else EXECUTOR=local; fi
-exec python -m corpus.extract "$CONFIG" --executor "$EXECUTOR" "${@:2}"
+exec python -m corpus.flow "$CONFIG" --executor "$EXECUTOR" "${@:2}"

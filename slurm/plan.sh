@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Plan a run before spending it (corpus/plan.py): a pilot of a few input files through every arm
-# and all post-processing, measured rates, the projected yield and cost, the budget verdict and
-# the run's power. Writes <output_root>/plan/plan.json, which slurm/extract.sh checks.
+# Plan a run before spending it (corpus/flow/plan.py): a pilot of a few input files through every arm
+# and all post-processing, measured rates, the projected yield and cost and the budget verdict;
+# then the run's power (evaluation/power.py). Writes <output_root>/plan/plan.json, which
+# slurm/extract.sh checks.
 #   bash slurm/plan.sh [CONFIG] [--pilot-files N]    on this machine
 #   sbatch slurm/plan.sh [CONFIG] [...]              as one job on a node (add --gres=gpu:1 to pilot
 #                                                    a GPU labeler arm there)
@@ -16,4 +17,7 @@ set -euo pipefail
 CONFIG=${1:-configs/local.yaml}
 cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
-exec python -m corpus.plan "$CONFIG" "${@:2}"
+status=0
+python -m corpus.flow.plan "$CONFIG" "${@:2}" || status=$?
+python -m evaluation.power "$CONFIG"
+exit "$status"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU preflight (bench/preflight.py): environment checks, the labeler's pages/s, training
 # tokens/s and MFU with checkpoint resume, export parity and one lm-eval task; about 10 minutes.
-# Writes <output_root>/preflight/preflight.json, which python -m corpus.plan reads.
+# Writes <output_root>/preflight/preflight.json, which python -m corpus.flow.plan reads.
 #   sbatch slurm/preflight.sh CONFIG   on one GPU node of the cluster
 #   bash slurm/preflight.sh CONFIG     here (on CPU: tiny shapes and random models, code paths only)
 #SBATCH --job-name=xsuite-preflight

@@ -22,7 +22,7 @@ def sample_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def random_model(tmp_path_factory) -> Path:
-    from corpus.labelers.random_model import build_random_model
+    from corpus.extractors.dripper.random_model import build_random_model
 
     return build_random_model(tmp_path_factory.mktemp("random-labeler"), seed=0, max_positions=4096)
 
@@ -104,7 +104,7 @@ def build_pretrain_corpus(root: Path) -> None:
     from tokenizers import Tokenizer
 
     from corpus.sample.text import Prose
-    from corpus.tokenizer import train_sentencepiece
+    from corpus.tokens.tokenizer import train_sentencepiece
 
     config = ExperimentConfig.model_validate(pretrain_experiment(root))
     rng = random.Random(0)

@@ -1,8 +1,8 @@
 import pytest
-from conftest import make_config
 
-from corpus.extract import run_corpus
+from conftest import make_config
 from corpus.extractors import default_arm, standalone_kinds
+from corpus.flow.run import run_corpus
 from corpus.sample import generate_pages
 
 BASELINES = [kind for kind in standalone_kinds() if kind != "trafilatura"]  # every kind that needs no model

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_config
 
-from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES, context_features, page_features
-from corpus.block_model import BlockModel, train
-from corpus.block_training import examples_from_generated, examples_from_teacher, page_example
-from corpus.blocks import blocks_markdown, page_blocks
+from conftest import make_config
+from corpus.extractors.block_classifier.blocks import blocks_markdown, page_blocks
+from corpus.extractors.block_classifier.features import CONTEXT_NAMES, FEATURE_NAMES, context_features, page_features
+from corpus.extractors.block_classifier.model import BlockModel, train
+from corpus.extractors.block_classifier.training import examples_from_generated, examples_from_teacher, page_example
 
 PAGE = """<html><head><title>t</title><style>p {}</style></head><body>
 <div class="nav"><ul><li><a href="/">Home</a></li><li><a href="/news">News</a></li></ul></div>
@@ -86,7 +86,7 @@ def test_the_cleaneval_page_that_crashed_lexbor_parses():
     import subprocess
     import sys
 
-    script = ("import gzip, itertools, json, sys; from corpus.blocks import page_blocks; "
+    script = ("import gzip, itertools, json, sys; from corpus.extractors.block_classifier.blocks import page_blocks; "
               f"line = next(itertools.islice(gzip.open({str(CLEANEVAL)!r}, 'rt'), 567, None)); "
               "print(len(page_blocks(json.loads(line)['html'])))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -150,10 +150,10 @@ def test_a_model_trained_seconds_on_generated_pages_beats_chance_and_reloads_ide
 
 
 def test_the_second_pass_learns_from_sources_the_first_pass_did_not_see():
-    from corpus.block_model import _folds
+    from corpus.extractors.block_classifier.model import _folds
 
     examples = list(examples_from_generated(6, seed=1))
-    for e, source in zip(examples, "aabbbc"):
+    for e, source in zip(examples, "aabbbc", strict=True):
         e.source = source
     assert _folds(examples) == [[0, 1], [2, 3, 4], [5]]
 
@@ -177,7 +177,7 @@ def test_teacher_text_becomes_block_labels():
 
 
 def test_arm_accounts_for_every_record_of_the_sample(tmp_path, sample_dir):
-    from corpus.extract import run_corpus
+    from corpus.flow.run import run_corpus
 
     model = train(list(examples_from_generated(40, seed=3)), "gbdt", trees=40).save(tmp_path / "model")
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
@@ -203,6 +203,7 @@ def test_a_model_of_other_features_fails_at_config_load(tmp_path, sample_dir):
     del meta["context"]  # a one-pass model of an earlier version
     (folder / "block_model.json").write_text(json.dumps(meta))
     with pytest.raises(ValidationError, match="retrain it"):
-        make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"b": {"extractor": "block_classifier", "model": str(folder)}})
+        make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                    {"b": {"extractor": "block_classifier", "model": str(folder)}})
     with pytest.raises(ValueError, match="retrain it"):
         BlockModel.load(folder)

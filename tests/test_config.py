@@ -45,11 +45,29 @@ def test_wrong_type_is_named(tmp_path):
         load_experiment(write(tmp_path, data))
 
 
-def test_unknown_extractor_is_named(tmp_path):
+def test_an_unknown_kind_of_any_tagged_section_names_the_key_and_the_known_kinds(tmp_path):
     data = minimal(tmp_path)
     data["arms"]["trafilatura"]["extractor"] = "boilerpipe"
-    with pytest.raises(ConfigError, match=r"arms\.trafilatura: Input tag 'boilerpipe'"):
+    with pytest.raises(ConfigError, match=r"\n  arms\.trafilatura\.extractor: unknown kind 'boilerpipe'; "
+                                          r"known: trafilatura, dripper, .*, gold \(or `corpus: "):
         load_experiment(write(tmp_path, data))
+    data["arms"]["trafilatura"] = {"extractor": "dripper", "labeler": {"kind": "gpu", "model": "x"}}
+    with pytest.raises(ConfigError, match=r"arms\.trafilatura\.dripper\.labeler\.kind: unknown kind 'gpu'; "
+                                          r"known: vllm, endpoint, encoder$"):
+        load_experiment(write(tmp_path, data))
+    data["arms"]["trafilatura"] = {"options": {}}
+    with pytest.raises(ConfigError, match=r"arms\.trafilatura\.extractor: missing; give one of: trafilatura, "):
+        load_experiment(write(tmp_path, data))
+
+
+def test_a_config_without_an_arm_to_train_the_tokenizer_on_is_refused_at_load(tmp_path):
+    data = minimal(tmp_path) | {"arms": {"gold": {"extractor": "gold"}},
+                                "tokenizer": {"kind": "sentencepiece", "vocab_size": 600}}
+    with pytest.raises(ConfigError, match=r"tokenizer: kind: sentencepiece is trained on the extractor arms' text.*"
+                                          r"\(gold\).*add one"):
+        load_experiment(write(tmp_path, data))
+    data["tokenizer"] = {"kind": "pretrained", "name_or_path": str(tmp_path)}
+    assert load_experiment(write(tmp_path, data)).tokenizer_arms() == []
 
 
 def test_missing_warc_file_is_named(tmp_path):
@@ -91,10 +109,11 @@ def test_paper_config_loads():
 def test_local_config_loads(tmp_path, monkeypatch):
     # the local config names the demo's model folders relative to the repository root
     shutil.copytree(REPO / "configs", tmp_path / "configs")
-    from corpus.block_features import CONTEXT_NAMES, FEATURE_NAMES
+    from corpus.extractors.block_classifier.features import CONTEXT_NAMES, FEATURE_NAMES
 
     block_meta = {"features": list(FEATURE_NAMES), "context": list(CONTEXT_NAMES)}
-    for folder, marker, meta in (("encoder-labeler", "block_labeler.json", {}), ("block-classifier", "block_model.json", block_meta)):
+    models = (("encoder-labeler", "block_labeler.json", {}), ("block-classifier", "block_model.json", block_meta))
+    for folder, marker, meta in models:
         model = tmp_path / "out" / "local" / "models" / folder
         model.mkdir(parents=True)
         (model / marker).write_text(json.dumps(meta))
@@ -149,7 +168,7 @@ def test_languages_must_be_labels_of_the_language_id_backend(tmp_path, backend, 
 
 def test_executor_kind_is_refused_with_what_decides_instead(tmp_path):
     data = minimal(tmp_path) | {"executor": {"kind": "slurm"}}
-    with pytest.raises(ConfigError, match=r"executor: .*executor\.kind is gone: `sbatch slurm/extract\.sh`"):
+    with pytest.raises(ConfigError, match=r"\n  executor\.kind is gone: `sbatch slurm/extract\.sh`"):
         load_experiment(write(tmp_path, data))
 
 

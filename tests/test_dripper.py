@@ -7,8 +7,8 @@ from datatrove.data import Document
 from lxml import html as lxml_html
 
 from corpus.extractors import DripperArm
-from corpus.extractors.dripper_step import main_html_from_labels, simplify_page
-from corpus.labelers import MAIN, OTHER, BlockLabeler, PageLabels
+from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockLabeler, PageLabels
+from corpus.extractors.dripper.step import main_html_from_labels, simplify_page
 from corpus.markdown import html_to_markdown
 from corpus.sample import generate_pages
 
@@ -135,8 +135,8 @@ def test_a_dead_engine_fails_the_task_and_its_rerun_redoes_it(tmp_path):
     from datatrove.pipeline.readers import JsonlReader
     from datatrove.pipeline.writers import JsonlWriter
 
-    from corpus.labelers import LabelerEngineError
-    from corpus.labelers.llm import MineruBackendLabeler
+    from corpus.extractors.dripper.labelers import LabelerEngineError
+    from corpus.extractors.dripper.labelers.llm import MineruBackendLabeler
 
     pages = generate_pages(6, seed=3)
     (tmp_path / "in").mkdir()

@@ -4,10 +4,10 @@ import shutil
 from collections import namedtuple
 
 import pytest
-from conftest import make_config, pretrain_experiment
 
 from configs.base import ConfigError
-from corpus.extract import run_corpus
+from conftest import make_config, pretrain_experiment
+from corpus.flow.run import run_corpus
 
 
 def test_an_output_root_that_cannot_be_written_fails_before_any_work(tmp_path, sample_dir):

@@ -4,9 +4,9 @@
 import json
 
 import pytest
-from conftest import build_pretrain_corpus, pretrain_experiment
 
 from configs.experiment import ExperimentConfig
+from conftest import build_pretrain_corpus, pretrain_experiment
 from evaluation.evaluate import main as evaluate_main
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main

@@ -5,14 +5,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import StubCompletionsServer, make_config
 
-import corpus.extractors.dripper_step as dripper
-from corpus.labelers.config import EndpointLabelerConfig
-from corpus.extractors.dripper_step import simplify_page
-from corpus.extract import run_corpus
-from corpus.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, release_labelers
-from corpus.labelers.llm import build_llm_labeler
+import corpus.extractors.dripper.step as dripper
+from conftest import StubCompletionsServer, make_config
+from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, release_labelers
+from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
+from corpus.extractors.dripper.labelers.llm import build_llm_labeler
+from corpus.extractors.dripper.step import simplify_page
+from corpus.flow.run import run_corpus
 from corpus.sample import generate_pages, read_gold
 
 TRAFILATURA = {"extractor": "trafilatura"}
@@ -117,7 +117,7 @@ def test_endpoint_labeler_sends_the_constrained_request(stub_server, random_mode
     assert len(sent) == sum(r.error != "too_long" for r in results) > 0
     assert all(r["model"] == "served-name" and r["temperature"] == 0 for r in sent)
     assert all(r["prompt"].startswith("<|im_start|>system") for r in sent)  # mineru-html's chat template
-    for page, result in zip(pages, results):
+    for page, result in zip(pages, results, strict=True):
         if result.ok:
             assert set(result.labels) == set(page.item_ids)
 

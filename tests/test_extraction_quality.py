@@ -1,8 +1,8 @@
 import json
 
 from corpus.extractors import default_arm
+from corpus.sample.annotated import gold_from_marks, load_pages
 from evaluation.extraction import evaluate, score_page
-from evaluation.pages import gold_from_marks, load_pages
 
 MARKED = (
     '<html><body><div class="nav mark-selected-not">Home | About</div>'

@@ -1,9 +1,8 @@
 import gzip
 
-from conftest import make_config
-
 from configs.experiment import CommonCrawlInput, ExperimentConfig
-from corpus.inputs import resolve_inputs, select_common_crawl
+from conftest import make_config
+from corpus.read.inputs import resolve_inputs, select_common_crawl
 
 
 def fake_crawl(root, snapshot: str, n: int):

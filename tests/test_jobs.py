@@ -1,8 +1,7 @@
 """Job scripts for pretraining and evaluation come from one writer (slurm/jobs.py)."""
 
-from conftest import pretrain_experiment
-
 from configs.experiment import ExperimentConfig
+from conftest import pretrain_experiment
 from pretrain.submit import training_job
 from slurm.jobs import render
 

@@ -2,9 +2,9 @@ import shutil
 
 import pytest
 
-from corpus.extractors.dripper_step import simplify_page
-from corpus.labelers import MAIN, OTHER, BlockPage
-from corpus.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
+from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage
+from corpus.extractors.dripper.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
+from corpus.extractors.dripper.step import simplify_page
 from corpus.sample import generate_pages
 
 P1 = "The river authority opened the new lock gates on Tuesday after three years of construction work."
@@ -69,8 +69,8 @@ def test_examples_from_sample_gold_file(sample_dir):
 
 @pytest.fixture(scope="module")
 def tiny_encoder(tmp_path_factory):
-    from corpus.labelers.encoder import WindowSettings
-    from corpus.labelers.train import train
+    from corpus.extractors.dripper.labelers.encoder import WindowSettings
+    from corpus.extractors.dripper.training import train
     from corpus.sample import write_sample
 
     sample = tmp_path_factory.mktemp("train-sample")
@@ -91,7 +91,7 @@ def test_training_lowers_the_loss(tiny_encoder):
 def test_saved_encoder_reloads_to_identical_predictions(tiny_encoder, tmp_path):
     import torch
 
-    from corpus.labelers.encoder import EncoderLabeler, page_blocks, page_windows
+    from corpus.extractors.dripper.labelers.encoder import EncoderLabeler, page_blocks, page_windows
 
     out, model, _ = tiny_encoder
     shutil.copytree(out, tmp_path / "copy")
@@ -109,7 +109,7 @@ def test_saved_encoder_reloads_to_identical_predictions(tiny_encoder, tmp_path):
 
 
 def test_long_pages_are_covered_by_overlapping_windows(tiny_encoder):
-    from corpus.labelers.encoder import EncoderLabeler
+    from corpus.extractors.dripper.labelers.encoder import EncoderLabeler
 
     out, _, _ = tiny_encoder
     labeler = EncoderLabeler(out)
@@ -120,10 +120,10 @@ def test_long_pages_are_covered_by_overlapping_windows(tiny_encoder):
 
 
 def test_dripper_arm_with_the_encoder_accounts_for_every_record(tiny_encoder, tmp_path, sample_dir):
-    from conftest import make_config
     from test_extract import check_accounting
 
-    from corpus.extract import run_corpus
+    from conftest import make_config
+    from corpus.flow.run import run_corpus
 
     out, _, _ = tiny_encoder
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {
@@ -139,7 +139,7 @@ def test_dripper_arm_with_the_encoder_accounts_for_every_record(tiny_encoder, tm
 def test_teacher_labels_from_a_warc(tmp_path, sample_dir, random_model, stub_server):
     import yaml
 
-    from corpus.labels import build, examples_from_teacher
+    from corpus.extractors.dripper.labels import build, examples_from_teacher
 
     config = tmp_path / "teacher.yaml"
     config.write_text(yaml.safe_dump({
@@ -148,7 +148,7 @@ def test_teacher_labels_from_a_warc(tmp_path, sample_dir, random_model, stub_ser
             "kind": "endpoint", "url": stub_server, "tokenizer": str(random_model), "max_context_tokens": 4096}}},
     }))
     stats = build(examples_from_teacher([sample_dir / "sample.warc.gz"], str(config), "dripper"), tmp_path / "labels")
-    from corpus.labels import read_examples
+    from corpus.extractors.dripper.labels import read_examples
 
     examples = read_examples(tmp_path / "labels" / "examples.jsonl")
     assert stats["pages_teacher"] == len(examples) > 0

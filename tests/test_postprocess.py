@@ -12,14 +12,16 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from corpus.budget import BudgetError, check_budget, manifest_path, select_documents
 from configs.experiment import ExperimentConfig
-from corpus.exact_dedup import normalised_text
-from corpus.inputs import resolve_inputs
-from corpus.ledger import arm_ledger, overlap
-from corpus.sample.text import Prose
-from corpus.stages import corpus_stages, filter_steps, run_local
 from conftest import make_config
+from corpus.accounting.ledger import arm_ledger, overlap
+from corpus.flow.execute import run_local
+from corpus.flow.stages import corpus_stages
+from corpus.postprocess.exact_dedup import normalised_text
+from corpus.postprocess.steps import filter_steps
+from corpus.read.inputs import resolve_inputs
+from corpus.sample.text import Prose
+from corpus.tokens.budget import BudgetError, check_budget, manifest_path, select_documents
 
 ARMS = {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}}
 

@@ -3,9 +3,9 @@
 import math
 
 import pytest
-from conftest import pretrain_experiment
 
 from configs.experiment import ExperimentConfig
+from conftest import pretrain_experiment
 from evaluation.power import PowerAssumptions, minimum_detectable_differences, power_report, task_items
 from evaluation.suite import Suite, load_suite
 

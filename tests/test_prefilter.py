@@ -5,12 +5,11 @@ import gzip
 import json
 
 from conftest import make_config
-
-from corpus.extract import run_corpus
-from corpus.inputs import resolve_inputs
-from corpus.ledger import arm_ledger
-from corpus.stages import corpus_stages
-from corpus.summary import summarize_arm
+from corpus.accounting.ledger import arm_ledger
+from corpus.accounting.summary import summarize_arm
+from corpus.flow.run import run_corpus
+from corpus.flow.stages import corpus_stages
+from corpus.read.inputs import resolve_inputs
 
 ARMS = {"trafilatura": {"extractor": "trafilatura"}, "resiliparse": {"extractor": "resiliparse"}}
 

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import PRETRAIN_MODEL, PRETRAIN_TOKENS, build_pretrain_corpus, pretrain_experiment
 
 from configs.base import ConfigError
 from configs.experiment import ExperimentConfig, load_experiment
-from pretrain.data import training_steps
+from conftest import PRETRAIN_MODEL, PRETRAIN_TOKENS, build_pretrain_corpus, pretrain_experiment
+
 
 def experiment(root, **training) -> ExperimentConfig:
     return ExperimentConfig.model_validate(pretrain_experiment(root, training))
@@ -32,17 +32,17 @@ def losses(run_dir) -> list[float]:
 
 def test_steps_follow_the_token_budget(corpus_root):
     config = experiment(corpus_root)
-    steps, samples = training_steps(config)
+    steps, samples = config.training_steps()
     assert samples == steps * 4 and samples * 32 < PRETRAIN_TOKENS and (samples + 4) * 32 >= PRETRAIN_TOKENS - 1
     with pytest.raises(ValueError, match="not one global batch"):
-        training_steps(experiment(corpus_root, global_batch_size=512, micro_batch_size=2))
+        experiment(corpus_root, global_batch_size=512, micro_batch_size=2).training_steps()
 
 
 def test_training_lowers_the_loss_and_resume_continues_exactly(corpus_root):
     from pretrain.train import train
 
     config = experiment(corpus_root)
-    steps, _ = training_steps(config)
+    steps, _ = config.training_steps()
     whole = train(config, "a", seed=1)
     cut = train(config, "b", seed=1, stop_at=10)  # arm b holds the same data: the same run, interrupted
     assert len(losses(cut)) == 10

@@ -9,17 +9,17 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import PRETRAIN_MODEL, make_config
 
 from configs.base import ConfigError
 from configs.experiment import load_experiment
-from corpus.budget import manifest_path
-from corpus.extract import run_corpus
-from corpus.ledger import READ, ROW_TITLES, arm_ledger, rows_by_name
+from conftest import PRETRAIN_MODEL, make_config
+from corpus.accounting.ledger import READ, ROW_TITLES, arm_ledger, rows_by_name
+from corpus.flow.run import run_corpus
 from corpus.markdown import html2text_markdown
-from corpus.reference_steps import ReferenceDraw
+from corpus.read.reference_steps import ReferenceDraw
 from corpus.sample import read_gold
 from corpus.sample.text import Prose
+from corpus.tokens.budget import manifest_path
 
 BUDGET = 3000
 CORPUS_DOCS = 400

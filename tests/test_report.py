@@ -4,10 +4,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import pretrain_experiment
 
 from configs.experiment import ExperimentConfig
-from evaluation.report import build_report, category_means, centered, main, paired_bootstrap, final_runs, load_runs
+from conftest import pretrain_experiment
+from evaluation.report import build_report, category_means, centered, final_runs, load_runs, main, paired_bootstrap
 from evaluation.suite import load_suite
 
 SUITE = load_suite()
@@ -60,7 +60,7 @@ def test_centered_accuracy_maps_chance_to_zero_and_perfect_to_one():
 
 def test_seed_means_spreads_and_final_checkpoints(tmp_path):
     config = config_for(tmp_path)
-    for seed, score in zip((1, 2, 3), (0.4, 0.5, 0.6)):
+    for seed, score in zip((1, 2, 3), (0.4, 0.5, 0.6), strict=True):
         write_run(config, "a", seed, 10, {t: constant_items(0.1) for t in SUITE.all_tasks()})  # an earlier step
         write_run(config, "a", seed, 20, {t: constant_items(score) for t in SUITE.all_tasks()})
     report = build_report(config, SUITE, replicates=200)

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config, output_hashes
 
 from configs.provenance import read_provenance
-from corpus.extract import run_corpus
-from corpus.ledger import arm_ledger
+from conftest import make_config, output_hashes
+from corpus.accounting.ledger import arm_ledger
+from corpus.flow.run import run_corpus
 from corpus.sample.text import Prose
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path
 
-import corpus.extract
+import corpus.flow.run
 from configs.experiment import ExperimentConfig
 
 label, after = sys.argv[2], int(sys.argv[3])
@@ -46,7 +46,7 @@ class KillAfter:
             yield document
 
 
-build = corpus.extract.corpus_stages
+build = corpus.flow.run.corpus_stages
 
 
 def corpus_stages(*args, **kwargs):
@@ -57,9 +57,9 @@ def corpus_stages(*args, **kwargs):
     return stages
 
 
-corpus.extract.corpus_stages = corpus_stages
+corpus.flow.run.corpus_stages = corpus_stages
 if __name__ == "__main__":
-    corpus.extract.run_corpus(ExperimentConfig.model_validate_json(Path(sys.argv[1]).read_text()))
+    corpus.flow.run.run_corpus(ExperimentConfig.model_validate_json(Path(sys.argv[1]).read_text()))
 """
 
 
@@ -110,7 +110,8 @@ def test_a_run_killed_mid_task_resumes_to_the_uninterrupted_outputs(clean, sampl
     killed = subprocess.run([sys.executable, str(script), str(config_file), label, "3"], cwd=REPO, start_new_session=True,
                             capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    stage_logs = {"extract": config.arm_dir("trafilatura") / "logs", "tokenize": config.dataset_dir("trafilatura") / "logs" / "tokenize"}
+    stage_logs = {"extract": config.arm_dir("trafilatura") / "logs",
+                  "tokenize": config.dataset_dir("trafilatura") / "logs" / "tokenize"}
     stage, _, arm = label.rpartition("-")
     logs = stage_logs.get(stage, config.post_dir(arm) / "logs" / stage)
     assert len(list((logs / "completions").glob("*"))) < 2, "the kill came after the stage finished"

@@ -1,6 +1,7 @@
 from collections import Counter
 
-from corpus.records import AccountedWarcReader, RecordGuard
+from corpus.extractors.prefilters import RecordGuard
+from corpus.read.warc import AccountedWarcReader
 from corpus.sample import read_gold, write_sample
 from corpus.sample.pages import TEMPLATES
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from corpus.budget import manifest_path
 from configs.experiment import load_experiment
-from corpus.ledger import arm_ledger
-from corpus.summary import summarize_arm
+from corpus.accounting.ledger import arm_ledger
+from corpus.accounting.summary import summarize_arm
+from corpus.tokens.budget import manifest_path
 
 REPO = Path(__file__).resolve().parents[1]
 SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
@@ -86,8 +86,7 @@ def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupt
     """scancel every job while the extraction arrays run (tasks killed mid-way, later stages never
     start), re-submit: the outputs are byte-identical to an uninterrupted run's, ledgers balance."""
     from conftest import output_hashes
-
-    from corpus.extract import run_corpus
+    from corpus.flow.run import run_corpus
     from corpus.sample import write_sample
 
     for seed in (1, 2):
@@ -125,7 +124,7 @@ def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupt
     while squeue(slurm_env):  # the budget's job may still be writing its completion marker
         time.sleep(1)
     expected = {f: h for f, h in output_hashes(reference.output_root).items()
-                if not f.endswith("summary.json")}  # written by a local run only (python -m corpus.summary on Slurm)
+                if not f.endswith("summary.json")}  # written by a local run only (python -m corpus.accounting.summary on Slurm)
     assert output_hashes(config.output_root) == expected
     assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
 
@@ -135,7 +134,6 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
     (here on the node's CPU: the fake GPU of the test cluster is a gres, not a device)."""
     from conftest import build_pretrain_corpus, pretrain_experiment
 
-    from pretrain.data import training_steps
 
     build_pretrain_corpus(tmp_path / "out")
     raw = pretrain_experiment(tmp_path / "out", executor={"env_command": f"source {sys.prefix}/bin/activate"})
@@ -144,7 +142,7 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
     config_path = tmp_path / "exp.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_experiment(config_path)
-    steps, _ = training_steps(config)
+    steps, _ = config.training_steps()
 
     def submit():
         return subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/pretrain.sh",
@@ -164,7 +162,6 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
 
 def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env):
     from conftest import build_pretrain_corpus, pretrain_experiment
-
     from evaluation.evaluate import pending
     from pretrain.train import train
 

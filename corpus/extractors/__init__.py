@@ -2,8 +2,10 @@
 
 A kind is one config class (a subclass of `ExtractorArm` with `extractor: Literal["<kind>"]`) that
 builds its datatrove step (`step()`) and reads that step's counters (`accounting()`). A new kind
-is one module with its config (and, where datatrove has no step for it, a module with the step),
-plus its line in `KINDS`.
+is one place here: a module, or a package whose `__init__` holds the config and whose `step.py`
+holds the step where datatrove has none (imported where the config builds it, so loading a config
+loads no step); plus its line in `KINDS`. Every arm's extraction stage is `stages.py`, the steps
+before any extractor `prefilters.py`.
 """
 
 from __future__ import annotations
@@ -49,5 +51,5 @@ def standalone_kinds() -> list[str]:
     return names
 
 
-__all__ = ["KINDS", "ArmConfig", "BlockClassifierArm", "DripperArm", "ExtractorArm", "GoldArm", "TrafilaturaArm", "default_arm", "kind_name",
-           "standalone_kinds"]
+__all__ = ["KINDS", "ArmConfig", "BlockClassifierArm", "DripperArm", "ExtractorArm", "GoldArm", "TrafilaturaArm", "default_arm",
+           "kind_name", "standalone_kinds"]

@@ -93,7 +93,8 @@ def _copies(pages: list[Page], seed: int) -> list[SampleRecord]:
             spam = replace(page, url=f"https://deals.example/{seed}/{i}.html", template="spam",
                            main=[para(line) for _ in range(30)])
             body = "".join(b.html for b in spam.main)
-            spam.html = f"<!DOCTYPE html><html lang=\"en\"><head><title>Deals</title></head><body><article>{body}</article></body></html>"
+            spam.html = ("<!DOCTYPE html><html lang=\"en\"><head><title>Deals</title></head>"
+                         f"<body><article>{body}</article></body></html>")
             out.append(SampleRecord(spam.url, spam.html.encode("utf-8"), "text/html; charset=utf-8", "extract", spam,
                                     "keyword-stuffed spam"))
     return out

@@ -1,0 +1,225 @@
+"""The ledger: every input record of every arm, from WARC to training tokens.
+
+    python -m corpus.accounting.ledger CONFIG
+
+Reads datatrove's own per-task stats of every stage (nothing is re-counted) and prints, side by
+side for all arms, one row per stage: documents in and out, removed by reason, tokens in and out
+(tokens are counted with the experiment's tokenizer, end-of-document token included, right
+after extraction). Every row is checked: in = out + removed, and each stage's input is the
+previous stage's output. A reference-corpus arm starts at its read row (documents read, not
+drawn, written) and joins where it joins. Then the overlap between arms: how many source records (WARC record
+ids) survive post-processing, and the token budget, in both arms or only in one.
+Writes `<output_root>/ledger.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from itertools import combinations, pairwise
+from pathlib import Path
+
+from datatrove.pipeline.tokens import TokensCounter
+from datatrove.pipeline.writers import JsonlWriter
+
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
+from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
+from corpus.read.reference_steps import ReferenceDraw, TokenQuota
+from corpus.tokens.budget import manifest_path
+
+# The ledger's rows by name (post-processing rows are named as their steps) and their titles.
+EXTRACTION, READ, BUDGET = "extraction", "read", "budget"
+ROW_TITLES = {EXTRACTION: "extraction", READ: "read (reference corpus)", **{s.name: s.title for s in POSTPROCESS_STEPS},
+              BUDGET: "token budget"}
+
+
+def _row(stage: str, docs_in: int, docs_out: int, removed: dict[str, int], tokens_in, tokens_out) -> dict:
+    return {"stage": stage, "documents_in": docs_in, "documents_out": docs_out, "removed": removed,
+            "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "balanced": docs_in == docs_out + sum(removed.values())}
+
+
+def _removed(c: dict[str, int], reason: str = "removed") -> dict[str, int]:
+    """Drops by reason; drops the step counted without one get `reason`."""
+    reasons = {k.removeprefix("dropped_"): v for k, v in c.items() if k.startswith("dropped_")}
+    unexplained = c.get("dropped", 0) - sum(reasons.values())
+    return reasons | ({reason: unexplained} if unexplained else {})
+
+
+def rows_by_name(arm_ledger: dict) -> dict[str, dict]:
+    """An arm's ledger rows (as `ledger.json` holds them) by row name: `extraction`, each
+    post-processing step's name, `budget`."""
+    names = {title: name for name, title in ROW_TITLES.items()}
+    return {names[row["stage"]]: row for row in arm_ledger["rows"]}
+
+
+def _tokens_out(step: dict, tokens_in: int | None) -> int | None:
+    """Tokens of the documents a step let through (0 if none); None where tokens are not counted."""
+    if tokens_in is None:
+        return None
+    value = step["stats"].get("doc_len_tokens")
+    return int(value["total"]) if isinstance(value, dict) else 0
+
+
+def reference_row(config: ExperimentConfig, arm: str, task: int | None = None) -> dict | None:
+    """A reference arm's read stage: documents read, not drawn, written; tokens of those written,
+    where counted."""
+    steps, _ = merged_stats(config.arm_dir(arm) / "logs", task)
+    if not steps:
+        return None
+    draw, written = counters(find_step(steps, ReferenceDraw)), counters(find_step(steps, JsonlWriter))
+    removed = {"not drawn": draw.get("dropped_not_drawn", 0)}
+    tokens = counters(find_step(steps, TokenQuota)).get("tokens", 0) if config.dataset else None
+    return _row(ROW_TITLES[READ], draw.get("read", 0), written.get("total", 0), {k: v for k, v in removed.items() if v},
+                None, tokens)
+
+
+def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> dict:
+    """The arm's rows from extraction to the budget; with `task`, that task's share of every
+    per-document stage (the planner's pilot runs one task per input file)."""
+    if arm in config.reference_arms:
+        rows = [row] if (row := reference_row(config, arm, task)) else []
+        extraction = {"balanced": True, "not_extracted": None}
+    else:
+        extraction = summarize_arm(config, arm, task)
+        rows = []
+        if extraction.get("records") is not None:
+            rows.append(_row(ROW_TITLES[EXTRACTION], extraction["records"], extraction["documents_out"],
+                             extraction["dropped"], None, None)
+                        | {"fallback": extraction["fallback"]})
+    logs = config.post_dir(arm) / "logs"
+    stage_stats = {stage: merged_stats(logs / stage, task)[0] for stage in {s.stage for s in POSTPROCESS_STEPS}}
+    tokens = None
+    if stage_stats[FILTER_STAGE] and config.tokenizer:  # counted right after the reader: the extracted documents
+        tokens = counters(find_step(stage_stats[FILTER_STAGE], TokensCounter)).get("tokens", 0)
+        if rows:
+            rows[-1]["tokens_out"] = tokens
+    post_steps = [s for s in enabled_steps(config) if s.stage_for(config, arm) != EXTRACT_STAGE]
+    for step in post_steps:  # (record-level steps that ran before extraction are in its row)
+        steps = stage_stats[step.stage]
+        if not steps:
+            continue
+        c = counters(find_step(steps, step.step_class))
+        rows.append(_row(step.title, c.get("total", 0), c.get("forwarded", 0), _removed(c, step.reason or "removed"),
+                         tokens, _tokens_out(find_step(steps, step.tokens_class or step.step_class), tokens)))
+        tokens = rows[-1]["tokens_out"]
+    manifest = manifest_path(config)
+    if manifest.is_file() and task is None:
+        arm_manifest = json.loads(manifest.read_text())["arms"][arm]
+        docs_in = arm_manifest["available_documents"]
+        rows.append(_row(ROW_TITLES[BUDGET], docs_in, arm_manifest["documents"],
+                         {"over budget": docs_in - arm_manifest["documents"]},
+                         arm_manifest["available_tokens"], arm_manifest["tokens"]))
+    chained = all(a["documents_out"] == b["documents_in"]
+                  and (None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"])
+                  for a, b in pairwise(rows))
+    return {"arm": arm, "rows": rows, "chained": chained,
+            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False),
+            "not_extracted": extraction.get("not_extracted")}
+
+
+def _ids(paths: list[Path]) -> set[str]:
+    ids: set[str] = set()
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            if path.name.endswith(".txt.gz"):
+                ids.update(line.strip() for line in f)
+            else:
+                ids.update(json.loads(line)["id"] for line in f)
+    return ids
+
+
+def overlap(config: ExperimentConfig) -> dict:
+    """Per pair of extractor arms (the gold bound included; reference corpora have other
+    records), records present in both / only in one, after post-processing and in the token
+    budget."""
+    arms = list(config.extractor_arms)
+    levels = {
+        "post-processed": {arm: sorted((config.post_dir(arm) / "ids").glob("*.jsonl.gz")) for arm in arms},
+        "in the token budget": {arm: sorted(config.dataset_dir(arm).glob("selected_ids.txt.gz")) for arm in arms},
+    }
+    out = {}
+    for level, files in levels.items():
+        if not all(files.values()):
+            continue
+        ids = {arm: _ids(paths) for arm, paths in files.items()}
+        out[level] = [{"arms": [a, b], "both": len(ids[a] & ids[b]), f"only_{a}": len(ids[a] - ids[b]),
+                       f"only_{b}": len(ids[b] - ids[a])} for a, b in combinations(arms, 2)]
+    return out
+
+
+def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(110, 30 + 48 * len(ledgers)))
+    table = Table(title="Ledger: documents (tokens) in → out, removed by reason")
+    table.add_column("stage")
+    for ledger in ledgers:
+        table.add_column(ledger["arm"], justify="right")
+    present = {r["stage"] for ledger in ledgers for r in ledger["rows"]}
+    stages = [title for title in ROW_TITLES.values() if title in present]
+
+    def cell(row: dict | None) -> str:
+        if row is None:
+            return "-"
+        tok = f" ({row['tokens_in']:,} → {row['tokens_out']:,} tok)" if row["tokens_in"] is not None else (
+            f" ({row['tokens_out']:,} tok)" if row["tokens_out"] is not None else "")
+        removed = ", ".join(f"{k} {v}" for k, v in sorted(row["removed"].items()) if v)
+        mark = "" if row["balanced"] else " UNBALANCED"
+        return f"{row['documents_in']:,} → {row['documents_out']:,}{tok}" + (f"\n−{removed}" if removed else "") + mark
+
+    for stage in stages:
+        table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
+    table.add_row("every record accounted for", *("yes" if ledger["balanced"] else "NO" for ledger in ledgers))
+    table.add_row("pages no extractor saw", *(f"{ledger['not_extracted']:,}" if ledger["not_extracted"] is not None else "-"
+                                             for ledger in ledgers))
+    console.print(table)
+    for level, pairs in overlaps.items():
+        for pair in pairs:
+            a, b = pair["arms"]
+            console.print(f"records {level}: in both {pair['both']:,}, only {a} {pair[f'only_{a}']:,}, "
+                          f"only {b} {pair[f'only_{b}']:,}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.accounting.ledger", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--summary", action="store_true", help="one line per arm instead of the tables")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    ledgers = [arm_ledger(config, arm) for arm in config.arms]
+    overlaps = overlap(config)
+    path = config.output_root / "ledger.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"arms": ledgers, "overlap": overlaps}, indent=2) + "\n")
+    if args.summary:
+        stages = [r["stage"] for r in ledgers[0]["rows"]]
+        print("documents: in → after " + " → ".join(stages))
+        print("\n".join(summary_line(ledger, stages) for ledger in ledgers))
+        print(f"every step and reason: python -m corpus.accounting.ledger {args.config} ({path})")
+    else:
+        print_ledger(ledgers, overlaps)
+        print(f"wrote {path}")
+    return 0
+
+
+def summary_line(ledger: dict, stages: list[str]) -> str:
+    """An arm's documents from its first row to its last (its stages named where they are not
+    `stages`), tokens at the end, and the balance."""
+    rows = ledger["rows"]
+    if not rows:
+        return f"  {ledger['arm']}: nothing yet"
+    counts = " → ".join([str(rows[0]["documents_in"]), *(str(r["documents_out"]) for r in rows)])
+    own = [r["stage"] for r in rows]
+    named = f" ({' → '.join(own)})" if own != stages else ""
+    tokens = f", {rows[-1]['tokens_out']:,} tokens" if rows[-1]["tokens_out"] is not None else ""
+    return f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: {'yes' if ledger['balanced'] else 'NO'}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Per-arm accounting of the extraction stage, read from datatrove's own per-task stats.
+
+    python -m corpus.accounting.summary CONFIG
+
+For each arm: records read, dropped by the record guard (by reason), extracted, extracted by
+fallback (by reason), dropped by the extractor (by reason), documents and characters out. The
+identity `records = extracted + fallbacks + drops` is checked and reported as `balanced`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from datatrove.pipeline.writers import JsonlWriter
+
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.extractors.prefilters import RecordGuard
+from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
+from corpus.read.warc import AccountedWarcReader
+
+
+def counters(step: dict) -> dict[str, int]:
+    """A step's counters: datatrove stores each as a metric whose `total` is the count."""
+    out = {}
+    for key, value in step["stats"].items():
+        out[key] = int(value["total"]) if isinstance(value, dict) else int(value)
+    return out
+
+
+def find_step(steps: list[dict], step_class) -> dict:
+    """The stats of the step of `step_class`, found by the '<type>: <name>' datatrove records for
+    it (never by position)."""
+    label = f"{step_class.type}: {step_class.name}"
+    matches = [s for s in steps if s["name"] == label]
+    if len(matches) != 1:
+        raise ValueError(f"expected one {label!r} step in the stats, found {len(matches)}")
+    return matches[0]
+
+
+def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], int]:
+    """Sum the per-task stats files (written by every executor), or read only `task`'s;
+    returns (steps, task count)."""
+    from datatrove.utils.stats import PipelineStats
+
+    files = sorted((logs_dir / "stats").glob("*.json" if task is None else f"{task:05d}.json"))
+    total = PipelineStats()
+    for f in files:
+        total = total + PipelineStats.from_json(json.loads(f.read_text()))
+    return json.loads(total.to_json()), len(files)
+
+
+def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
+    """The arm's extraction accounting, over every task or for one task (one input file when the
+    stage has a task per file, as the planner's pilot does)."""
+    arm = config.extractor_arms[arm_name]
+    steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs", task)
+    if not steps:
+        return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
+                "complete": False}
+    extractor_stats = find_step(steps, type(arm.step()))
+    reader, guard, extractor, writer = (counters(find_step(steps, AccountedWarcReader)), counters(find_step(steps, RecordGuard)),
+                                        counters(extractor_stats), counters(find_step(steps, JsonlWriter)))
+    guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
+    # record-level post-processing steps that ran before the extractor, by step name
+    before = {s.name: counters(find_step(steps, s.step_class)).get("dropped", 0)
+              for s in enabled_steps(config, EXTRACT_STAGE, arm_name)}
+    extracted, fallbacks, extractor_drops = arm.accounting(extractor)
+    dropped = guard_drops | {name: n for name, n in before.items() if n}
+    for reason, n in extractor_drops.items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    records = reader.get("response_records", 0)
+    docs_out = writer.get("total", 0)
+    chars_out = int(extractor_stats["stats"].get("doc_len", {}).get("total", 0))
+    return {
+        "arm": arm_name,
+        "extractor": arm.extractor,
+        "tasks_done": tasks_done,
+        "tasks": arm.resources.tasks,
+        "complete": tasks_done == arm.resources.tasks,
+        "records": records,
+        "extracted": extracted,
+        "fallback": fallbacks,
+        "dropped": dropped,
+        "documents_out": docs_out,
+        "characters_out": chars_out,
+        "balanced": records == extracted + sum(fallbacks.values()) + sum(dropped.values())
+        and docs_out == extracted + sum(fallbacks.values()),
+        "skipped_records": {k: v for k, v in reader.items() if k.startswith("skipped_")},
+        # pages no extractor saw: dropped by the record guard or a record-level filter
+        "not_extracted": sum(guard_drops.values()) + sum(before.values()),
+    }
+
+
+def write_summary(config: ExperimentConfig, arm_name: str, summary: dict) -> Path:
+    path = config.arm_dir(arm_name) / "summary.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return path
+
+
+def print_summaries(summaries: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Extraction: every record accounted for, per arm")
+    table.add_column("")
+    for s in summaries:
+        table.add_column(s["arm"], justify="right")
+
+    def fmt(counts: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+
+    rows = [
+        ("records in", lambda s: str(s.get("records", "-"))),
+        ("extracted", lambda s: str(s.get("extracted", "-"))),
+        ("fell back", lambda s: f"{sum(s.get('fallback', {}).values())} ({fmt(s.get('fallback', {}))})"),
+        ("dropped", lambda s: f"{sum(s.get('dropped', {}).values())} ({fmt(s.get('dropped', {}))})"),
+        ("documents out", lambda s: str(s.get("documents_out", "-"))),
+        ("characters out", lambda s: f"{s.get('characters_out', 0):,}"),
+        ("tasks done", lambda s: f"{s['tasks_done']}/{s['tasks']}"),
+        ("balanced", lambda s: "yes" if s.get("balanced") else "NO"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(s) for s in summaries))
+    Console(width=max(100, 40 + 45 * len(summaries))).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.accounting.summary", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    summaries = []
+    for arm_name in config.extractor_arms:
+        summary = summarize_arm(config, arm_name)
+        if summary["tasks_done"]:
+            write_summary(config, arm_name, summary)
+        summaries.append(summary)
+    print_summaries(summaries)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

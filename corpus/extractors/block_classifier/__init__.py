@@ -1,0 +1,36 @@
+"""The CPU extractor (`extractor: block_classifier`): the page's blocks on selectolax's Lexbor
+parser (`blocks`), a small model that labels each block main or not from its features
+(`features`, `model`), the main blocks as Markdown (the step: `step`). The model is a folder
+written by `python -m corpus.extractors.block_classifier.training`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import field_validator
+
+from configs.base import require_model_folder
+from corpus.extractors.base import ExtractorArm
+
+
+class BlockClassifierArm(ExtractorArm):
+    extractor: Literal["block_classifier"]
+    model: str  # the model folder (block_model.json and the model file)
+
+    @field_validator("model")
+    @classmethod
+    def _model_folder(cls, value: str) -> str:
+        from corpus.extractors.block_classifier.features import STALE_MODEL, computed_by_this_version
+
+        require_model_folder(value, "block_model.json", "train one with python -m corpus.extractors.block_classifier.training")
+        # a model from an earlier version fails here, not in every extraction task
+        if not computed_by_this_version(json.loads((Path(value) / "block_model.json").read_text())):
+            raise ValueError(f"{value!r}: {STALE_MODEL}")
+        return value
+
+    def step(self):
+        from corpus.extractors.block_classifier.step import BlockClassifier
+
+        return BlockClassifier(self.model)

@@ -1,0 +1,42 @@
+"""Dripper: mineru-html simplification -> block labels -> mapping back -> Markdown
+(`extractor: dripper`). The step is `step`; the labelers behind one interface `labelers/` (the LLM
+in vLLM or behind an endpoint, the project's CPU encoder); `labels` builds training examples,
+`training` trains the encoder on them, `random_model` builds a tiny random LLM for tests."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from corpus.extractors.base import ExtractorArm
+from corpus.extractors.dripper.labelers.config import LabelerConfig
+from corpus.extractors.trafilatura import TrafilaturaOptions
+
+
+class DripperArm(ExtractorArm):
+    """Pages the labeler cannot take (over the context, labeler or parse error) fall back to
+    Trafilatura with `fallback` options; every fallback is counted with its reason."""
+
+    extractor: Literal["dripper"]
+    labeler: LabelerConfig
+    markdown: Literal["html2text", "mineru"] = "html2text"
+    batch_pages: int = Field(64, ge=1)
+    fallback: TrafilaturaOptions = TrafilaturaOptions()
+
+    def step(self, labeler=None):
+        """`labeler`: a BlockLabeler to use instead of building the configured one (benchmarks,
+        tests); it must then live in the process that runs the step."""
+        from corpus.extractors.dripper.step import DripperExtractor
+
+        return DripperExtractor(self, labeler)
+
+    @property
+    def one_local_process(self) -> bool:
+        return self.labeler.kind == "vllm"
+
+    def accounting(self, counters: dict[str, int]) -> tuple[int, dict[str, int], dict[str, int]]:
+        """The Dripper step counts `extracted`, `fallback_<reason>` and `dropped_<reason>` directly."""
+        fallbacks = {k.removeprefix("fallback_"): v for k, v in counters.items() if k.startswith("fallback_")}
+        drops = {k.removeprefix("dropped_"): v for k, v in counters.items() if k.startswith("dropped_")}
+        return counters.get("extracted", 0), fallbacks, drops

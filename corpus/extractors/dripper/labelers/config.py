@@ -1,0 +1,75 @@
+"""The config of each labeler kind (the Dripper arm's `labeler:`); `build()` makes the labeler
+in the process that uses it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, field_validator
+
+from configs.base import StrictModel, check_local_model, require_model_folder
+
+DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
+
+
+class LlmLabelerOptions(StrictModel):
+    """What the model and its prompt are, wherever the model runs."""
+
+    model: str = DEFAULT_DRIPPER_MODEL
+    max_context_tokens: int = Field(32768, ge=256)
+    max_output_tokens: int = Field(4096, ge=16)
+    # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
+    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
+    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
+    answer_margin_tokens: int = Field(64, ge=0)
+    prompt_version: str = "short_compact"
+
+    def build(self):
+        from corpus.extractors.dripper.labelers.llm import build_llm_labeler
+
+        return build_llm_labeler(self)
+
+
+class VllmLabelerConfig(LlmLabelerOptions):
+    """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
+
+    kind: Literal["vllm"]
+    gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
+    dtype: str = "auto"
+    engine_kwargs: dict = Field(default_factory=dict)
+
+    _model_exists = field_validator("model")(check_local_model)
+
+
+class EndpointLabelerConfig(LlmLabelerOptions):
+    """The same requests sent to an OpenAI-compatible server someone already runs."""
+
+    kind: Literal["endpoint"]
+    url: str  # base URL, e.g. http://gpu-node:8000/v1
+    api_key: str = "EMPTY"
+    tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
+    concurrency: int = Field(16, ge=1)
+    timeout_s: float = Field(600.0, gt=0)
+    retries: int = Field(2, ge=0)
+
+
+class EncoderLabelerConfig(StrictModel):
+    """The project's small encoder (corpus/extractors/dripper/labelers/encoder.py) on CPU; train it with
+    `python -m corpus.extractors.dripper.training`."""
+
+    kind: Literal["encoder"]
+    model: str
+    batch_windows: int = Field(32, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _model_folder(cls, value: str) -> str:
+        return require_model_folder(value, "block_labeler.json", "train one with python -m corpus.extractors.dripper.training")
+
+    def build(self):
+        from corpus.extractors.dripper.labelers.encoder import EncoderLabeler
+
+        return EncoderLabeler(self.model, self.batch_windows)
+
+
+LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig, EncoderLabelerConfig], Field(discriminator="kind")]

@@ -1,0 +1,100 @@
+"""What no extractor sees, the same for every arm: the steps of every extraction stage between the
+reader and the extractor.
+
+- `RecordGuard` drops records that are not extractable HTML, each with its reason: not_html,
+  empty, too_large, undecodable.
+- The record-level filters depend on the record alone (its URL), not on extracted text, so they
+  run here by default (`postprocess.safety.before_extraction`): no extractor (no GPU) spends time
+  on a page they remove. They are post-processing steps (corpus.postprocess.steps names them and
+  their ledger rows); their removals go where post-processing's go, `post/<arm>/removed/<step>/`.
+
+`passes_record_filters` is the same decision as a predicate, for samples drawn from extracted
+documents (the tokenizer's), so that those do not depend on where the filters ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from datatrove.data import Document
+from datatrove.pipeline.filters import URLFilter
+from datatrove.pipeline.filters.base_filter import BaseFilter
+
+from configs.experiment import ExperimentConfig
+from corpus.read.warc import HTML_TYPES, AccountedWarcReader
+from corpus.stage import documents_writer
+
+URL_BLOCKLIST = "url_blocklist"  # the post-processing step's name: its removals' folder and ledger row
+
+
+class RecordGuard(BaseFilter):
+    """Drops records that are not extractable HTML, each with its reason (same for every arm)."""
+
+    name = "🛡 Record guard"
+
+    def __init__(self, max_html_bytes: int, max_control_char_ratio: float, exclusion_writer=None):
+        super().__init__(exclusion_writer)
+        self.max_html_bytes = max_html_bytes
+        self.max_control_char_ratio = max_control_char_ratio
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        meta = doc.metadata
+        if meta["mime"] not in HTML_TYPES:
+            return False, "not_html"
+        if meta["payload_bytes"] == 0:
+            return False, "empty"
+        if meta["payload_bytes"] > self.max_html_bytes:
+            return False, "too_large"
+        if not meta["decoded"] or control_char_ratio(doc.text) > self.max_control_char_ratio:
+            return False, "undecodable"
+        if not doc.text.strip():
+            return False, "empty"
+        return True
+
+
+def control_char_ratio(text: str, sample: int = 20_000) -> float:
+    head = text[:sample]
+    bad = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\n\r\f" or 0x7F <= ord(ch) < 0xA0 or ch == "\ufffd")
+    return bad / max(1, len(head))
+
+
+def record_guard(config: ExperimentConfig) -> RecordGuard:
+    return RecordGuard(config.extraction.max_html_bytes, config.extraction.max_control_char_ratio)
+
+
+def extractable_records(config: ExperimentConfig, warc: Path):
+    """The records of one WARC file past the config's record guard, as documents of page HTML
+    (what labelers are trained and distilled on)."""
+    guard = record_guard(config)
+    return (doc for doc in AccountedWarcReader(str(warc.parent)).read_file(warc.name) if guard.filter(doc) is True)
+
+
+class OfflineURLFilter(URLFilter):
+    """datatrove's URLFilter (bundled block lists) with tldextract's bundled public-suffix snapshot
+    instead of a fetch of the live list."""
+
+    def __init__(self, **kwargs):
+        from tldextract import TLDExtract
+
+        super().__init__(**kwargs)
+        self.tldextractor = TLDExtract(suffix_list_urls=())
+
+
+def url_filter(config: ExperimentConfig, exclusion_writer=None) -> OfflineURLFilter:
+    safety = config.postprocess.safety
+    return OfflineURLFilter(use_integrated_lists=safety.url_blocklists, extra_domains=safety.banned_domains,
+                            exclusion_writer=exclusion_writer)
+
+
+def prefilter_steps(config: ExperimentConfig, arm: str) -> list:
+    """The record guard and, where they run before extraction, the record-level filters."""
+    steps = [record_guard(config)]
+    if config.postprocess.safety.before_extraction:
+        steps.append(url_filter(config, documents_writer(config.removed_dir(arm, URL_BLOCKLIST))))
+    return steps
+
+
+def passes_record_filters(config: ExperimentConfig):
+    """A predicate over documents: True where every record-level filter keeps it."""
+    urls = url_filter(config)
+    return lambda doc: urls.filter(doc) is True

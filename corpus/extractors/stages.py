@@ -1,0 +1,34 @@
+"""The extraction stage of every extractor arm, one datatrove pipeline each:
+
+    AccountedWarcReader (corpus.read.warc) ─► record guard and record-level filters
+    (corpus.extractors.prefilters) ─► the arm's extractor ─► JSONL
+
+Every arm reads the same files through the same reader and prefilters; what differs between arms
+is the extractor step alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from configs.experiment import ExperimentConfig
+from corpus.extractors.prefilters import prefilter_steps
+from corpus.read.warc import AccountedWarcReader
+from corpus.stage import Stage, documents_writer
+
+
+def extraction_pipeline(config: ExperimentConfig, arm: str, base: str, paths_file: Path) -> list:
+    return [
+        AccountedWarcReader(base, paths_file=str(paths_file)),
+        *prefilter_steps(config, arm),
+        config.arms[arm].step(),
+        documents_writer(config.arm_dir(arm) / "output"),
+    ]
+
+
+def extraction_stages(config: ExperimentConfig, base: str, paths_file: Path, arms: list[str] | None = None) -> list[Stage]:
+    """One stage per extractor arm (`arms`: only those) over the WARC files `paths_file` lists
+    under `base`."""
+    return [Stage("extract", arm, extraction_pipeline(config, arm, base, paths_file), config.arms[arm].resources,
+                  config.arm_dir(arm) / "logs", one_local_process=config.arms[arm].one_local_process)
+            for arm in arms or config.extractor_arms]

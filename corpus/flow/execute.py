@@ -1,0 +1,118 @@
+"""Running the corpus flow's stages: here, one after the other (datatrove's local executor with a
+bar per stage and a closing line per part: corpus.flow.progress), or on Slurm (every stage a job
+array that starts when the stages it needs have finished)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
+from datatrove.pipeline.writers import JsonlWriter
+
+from configs.experiment import ExperimentConfig
+from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
+from corpus.flow.progress import ConsoleExecutor, TapReader
+from corpus.postprocess.steps import MINHASH_FILTER_STAGE
+from corpus.read.reference_steps import ReferenceDraw
+from corpus.stage import Stage
+from slurm import console
+
+
+def local_workers(stage: Stage) -> int:
+    return 1 if stage.one_local_process else min(stage.resources.workers, os.cpu_count() or 1)
+
+
+def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
+    """Every stage here, in order: a bar per stage, a closing line per part, library output in
+    `<output_root>/logs/<part>.log` (corpus.flow.progress)."""
+    written: dict[str, int] = {}  # documents each stage run here wrote, by output folder: the next bars' totals
+    for i, stage in enumerate(stages):
+        log = config.output_root / "logs" / f"{stage.part_label}.log"
+        tasks = stage.tasks or stage.resources.tasks
+        reader = stage.pipeline[0]
+        taps = stage.logs / "progress" if isinstance(reader, BaseReader) else None
+        if taps is not None:
+            shutil.rmtree(taps, ignore_errors=True)
+            taps.mkdir(parents=True)
+        total = tasks if taps is None else None  # documents from an earlier stage's count; else a rate without an end
+        if isinstance(reader, BaseDiskReader):
+            total = written.get(reader.data_folder.path)
+        with console.stage(stage.label, log, "docs" if taps else "tasks", total) as bar:
+            counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
+            counter.start()
+            try:
+                ConsoleExecutor(stage.pipeline, tasks=tasks, workers=local_workers(stage), logging_dir=str(stage.logs),
+                                skip_completed=True, log=log, tap_folder=taps).run()
+            finally:
+                counter.stop()
+        for step in stage.pipeline:
+            if type(step) is JsonlWriter:
+                written[step.output_folder.path] = counters(find_step(merged_stats(stage.logs)[0], JsonlWriter)).get("total", 0)
+        if i + 1 < len(stages) and stages[i + 1].part_label == stage.part_label:
+            continue
+        if stage.part == "postprocess" and stage.name != MINHASH_FILTER_STAGE:  # run stage by stage (the plan's pilot)
+            console.closing_line(stage.label, f"{tasks} tasks", stage.logs, log)
+        else:
+            console.closing_line(stage.part_label, part_counts(config, stage), part_output(config, stage), log)
+
+
+def stage_folder(config: ExperimentConfig, stage: Stage) -> Path:
+    """The folder a stage writes under (where its provenance is recorded)."""
+    part = stage.part or stage.name
+    if part == "read" and not config.arms[stage.arm].postprocess:
+        part = "postprocess"  # a reference corpus that joins where post-processing writes
+    folders = {"tokenize": lambda: config.dataset_dir(stage.arm), "budget": lambda: config.output_root / "datasets",
+               "tokenizer": config.tokenizer_dir, "extract": lambda: config.arm_dir(stage.arm),
+               "read": lambda: config.arm_dir(stage.arm), "postprocess": lambda: config.post_dir(stage.arm)}
+    return folders[part]()
+
+
+def part_output(config: ExperimentConfig, stage: Stage) -> Path:
+    """Where the closing line points: the documents (or tokens) the part wrote."""
+    return stage_folder(config, stage) / {"tokenize": "tokens", "budget": "", "tokenizer": ""}.get(stage.name, "output")
+
+
+def part_counts(config: ExperimentConfig, last: Stage) -> str:
+    """The closing line's counts, from datatrove's stats of the part's stages."""
+    if last.name == "extract":
+        s = summarize_arm(config, last.arm)
+        return (f"{s['records']} records → {s['documents_out']} documents ({sum(s['dropped'].values())} dropped, "
+                f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}")
+    if last.name == "budget":
+        return f"{config.dataset.tokens_per_arm:,} tokens for each of {len(config.arms)} arms"
+    steps, _ = merged_stats(last.logs)
+    if last.name == "tokenizer":
+        return f"{config.tokenizer.kind}, {config.tokenizer.vocab_size:,} tokens, from {len(config.tokenizer_arms())} arms' text"
+    first, _ = merged_stats(config.post_dir(last.arm) / "logs" / "exact-signatures") if last.part == "postprocess" else (steps, 0)
+    n_in = counters(first[0]).get("documents", 0) if first else 0
+    if last.name == "read":
+        n_in = counters(find_step(steps, ReferenceDraw)).get("read", 0)
+    if last.name == "tokenize":
+        return f"{n_in} documents → {counters(steps[-1]).get('tokens', 0):,} tokens"
+    written = counters(find_step(steps, JsonlWriter))
+    tokens = f", {written['doc_len_tokens']:,} tokens" if "doc_len_tokens" in written else ""
+    return f"{n_in} → {written.get('total', 0)} documents{tokens}"
+
+
+def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, str]:
+    """Submit every stage as a job array depending on the stages it needs; returns job ids
+    ('-1': every task already done)."""
+    from datatrove.executor import SlurmPipelineExecutor
+
+    job_ids: dict[str, str] = {}
+    for stage in stages:
+        res = stage.resources
+        needs = [job_ids[need] for need in stage.needs if job_ids.get(need, "-1") != "-1"]
+        executor = SlurmPipelineExecutor(
+            stage.pipeline, tasks=stage.tasks or res.tasks, workers=res.workers, time=res.time,
+            partition=res.partition, cpus_per_task=res.cpus_per_task, mem_per_cpu_gb=res.mem_per_cpu_gb,
+            gpus_per_task=res.gpus_per_task, qos=res.qos, job_name=f"{config.executor.job_name_prefix}-{stage.label}",
+            env_command=config.executor.env_command, logging_dir=str(stage.logs),
+            slurm_logs_folder=str(stage.logs / "slurm_logs"), skip_completed=True,
+            depends_job_id=":".join(needs) or None,
+        )
+        executor.run()
+        job_ids[stage.label] = str(executor.job_id)
+    return job_ids

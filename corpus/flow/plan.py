@@ -1,0 +1,457 @@
+"""Plan a run before spending it: a measured pilot, rates, a projection of yield and cost, and a
+verdict on the token budget.
+
+    python -m corpus.flow.plan CONFIG [--pilot-files N | --pilot-warc PATH ...] [--preflight FILE]
+
+1. **Pilot.** `plan.pilot_files` input files (the first of a seeded shuffle of the very list the
+   run reads, or `--pilot-warc`) go through every arm's extraction and the whole post-processing
+   chain, one datatrove task per file, under `<output_root>/plan/pilot/`. Per arm and per file it
+   reads records, pages sent to the labeler, documents and tokens after every stage (the ledger,
+   task by task), bytes written per stage, and the CPU time of every stage. An arm whose labeler
+   needs a GPU this machine lacks is not piloted; its yield is taken from the lowest piloted arm,
+   and the plan says so.
+2. **Rates.** Extraction pages/s per core and post-processing documents/s per core come from the
+   pilot; labeler pages/s per GPU, training tokens/s per GPU (MFU) and evaluation hours per
+   checkpoint from the pilot where it ran on a GPU, else from a preflight file
+   (`python -m bench.preflight`), else from the config's `plan:` defaults. Each figure names its
+   source.
+3. **Projection.** Tokens per input file after post-processing, mean and a `plan.confidence`
+   t-interval over the pilot files; input files each arm needs to reach `dataset.tokens_per_arm`
+   (the binding arm decides); CPU-hours, GPU-hours and wall time on the configured resources for
+   extraction, post-processing, training and evaluation; storage per stage; totals.
+4. **Verdict.** When the configured inputs are projected to fall short of the budget (the
+   interval's lower bound), `plan` exits 1 and says how many files (per snapshot, for Common
+   Crawl) are needed. `slurm/extract.sh` checks the latest plan before it starts.
+
+The run's statistical power (the minimum detectable difference of the configured seeds) is
+`python -m evaluation.power CONFIG`; `slurm/plan.sh` prints it after the plan.
+
+Writes `<output_root>/plan/plan.json`. Caveat printed with the plan: deduplication removes more
+at full scale than within a few pilot files, so the projected yield is an upper estimate where
+duplicates span files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.accounting.ledger import arm_ledger
+from corpus.accounting.summary import counters, find_step, merged_stats
+from corpus.extractors import DripperArm
+from corpus.flow.execute import run_local
+from corpus.flow.stages import corpus_stages
+from corpus.read.inputs import local_paths, resolve_inputs
+
+SHORT_EXIT = 1
+# bytes per parameter of a training checkpoint: bf16 weights, fp32 main copy, Adam's two moments
+CHECKPOINT_BYTES_PER_PARAMETER = 2 + 4 + 8
+
+
+# ---------------------------------------------------------------- the pilot
+
+
+def needs_absent_gpu(arm) -> bool:
+    """An in-process vLLM labeler cannot run without a GPU (the real model has no CPU path here)."""
+    if not (isinstance(arm, DripperArm) and arm.labeler.kind == "vllm"):
+        return False
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+def pilot_files(paths: list[str], n: int, seed: int) -> list[str]:
+    """The first `n` of a seeded shuffle of the run's own input list."""
+    order = list(paths)
+    random.Random(f"pilot:{seed}").shuffle(order)
+    return sorted(order[:n])
+
+
+def pilot_config(config: ExperimentConfig, files: int) -> ExperimentConfig:
+    """The experiment, minus what comes after post-processing, with one task per pilot file and
+    the arms this machine can run."""
+    workers = min(files, os.cpu_count() or 1)
+    one_per_file = {"tasks": files, "workers": workers}
+    arms = {name: arm.model_copy(update={"resources": arm.resources.model_copy(update=one_per_file)})
+            for name, arm in config.extractor_arms.items() if not needs_absent_gpu(arm)}
+    post = config.postprocess.model_copy(update={
+        "resources": config.postprocess.resources.model_copy(update=one_per_file),
+        "exact_dedup": config.postprocess.exact_dedup.model_copy(update={"finder_tasks": 1})})
+    return config.model_copy(update={"output_root": config.plan_dir() / "pilot", "arms": arms, "postprocess": post,
+                                     "dataset": None, "pretrain": None, "evaluation": None})
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+def stage_cpu_seconds(logs: Path) -> float:
+    """CPU time of a stage: every step's time in every task (datatrove's per-task stats)."""
+    total = 0.0
+    for path in (logs / "stats").glob("*.json"):
+        for step in json.loads(path.read_text()):
+            times = step.get("time_stats")  # a bare 0 where a step never timed anything
+            total += times.get("total", 0.0) if isinstance(times, dict) else 0.0
+    return total
+
+
+def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
+    """Extraction and post-processing of `files` for every arm that runs here; the measurements."""
+    pilot = pilot_config(config, len(files))
+    # a pilot of the same arms, steps and files is reused (datatrove skips its finished tasks);
+    # any other is started afresh, so a plan never mixes measurements of two configs
+    key = hashlib.sha256((pilot.model_dump_json() + "\n".join(files)).encode()).hexdigest()
+    key_file = pilot.output_root / "pilot.sha256"
+    if pilot.output_root.exists() and (not key_file.is_file() or key_file.read_text() != key):
+        shutil.rmtree(pilot.output_root)
+    pilot.output_root.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(key)
+    paths_file = pilot.output_root / "warc_paths.txt"
+    paths_file.write_text("\n".join(files) + "\n")
+    stages = corpus_stages(pilot, base, paths_file, until="postprocess")
+    wall: dict[str, float] = {}
+    for stage in stages:
+        started = time.perf_counter()
+        run_local(pilot, [stage])
+        wall[stage.label] = wall.get(stage.label, 0.0) + time.perf_counter() - started
+    arms = {}
+    for name, arm in pilot.arms.items():
+        per_file = []
+        for task, path in enumerate(files):
+            ledger = arm_ledger(pilot, name, task)
+            rows = ledger["rows"]
+            extractor = counters(find_step(merged_stats(pilot.arm_dir(name) / "logs", task)[0], type(arm.step())))
+            per_file.append({
+                "file": path, "records": rows[0]["documents_in"], "sent_to_labeler": extractor.get("sent_to_labeler", 0),
+                "labeler_seconds": extractor.get("labeler_ms", 0) / 1000,
+                "stages": [{k: r[k] for k in ("stage", "documents_out", "tokens_out")} for r in rows],
+                "not_extracted": ledger["not_extracted"],  # record guard + record-level filters
+                "documents": rows[-1]["documents_out"], "tokens": rows[-1]["tokens_out"] or 0,
+                "balanced": ledger["balanced"]})
+        post_dir = pilot.post_dir(name)
+        post_stages = [s for s in stages if s.arm == name and s.name != "extract"]
+        arms[name] = {
+            "files": per_file,
+            "cpu_seconds": {"extraction": stage_cpu_seconds(pilot.arm_dir(name) / "logs"),
+                            "postprocess": sum(stage_cpu_seconds(s.logs) for s in post_stages)},
+            "bytes": {"extracted": folder_bytes(pilot.arm_dir(name) / "output"),
+                      "intermediate": sum(folder_bytes(post_dir / d) for d in ("filtered", "exact", "minhash")),
+                      "removed": folder_bytes(post_dir / "removed"),
+                      "post_processed": folder_bytes(post_dir / "output")},
+        }
+    return {"files": files, "output_root": str(pilot.output_root), "wall_seconds": wall, "arms": arms,
+            "not_piloted": sorted(set(config.extractor_arms) - set(pilot.arms))}
+
+
+# ---------------------------------------------------------------- rates
+
+
+def gpu_preflight(preflight: dict | None) -> dict | None:
+    """A preflight whose speeds are GPU rates: one that ran on a GPU."""
+    return preflight if preflight and preflight.get("gpu") else None
+
+
+def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> tuple[float, str]:
+    if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
+        return preflight["training"]["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}"
+    p = config.plan
+    flops = config.pretrain.model.flops_per_token(vocab_size)
+    return p.training_mfu * p.gpu_peak_flops / flops, (f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} "
+                                                        f"FLOP/s at {flops:.3g} FLOPs/token")
+
+
+def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_size: int) -> dict:
+    out: dict = {"arms": {}}
+    preflight = gpu_preflight(preflight)
+    for name, arm in config.extractor_arms.items():
+        measured = pilot["arms"].get(name)
+        entry = {}
+        if measured:
+            records = sum(f["records"] for f in measured["files"])
+            docs_in = sum(f["stages"][0]["documents_out"] for f in measured["files"])
+            entry["extraction_pages_per_core_s"] = (records / measured["cpu_seconds"]["extraction"], "pilot")
+            entry["postprocess_docs_per_core_s"] = (docs_in / max(measured["cpu_seconds"]["postprocess"], 1e-9), "pilot")
+        if isinstance(arm, DripperArm) and arm.labeler.kind != "encoder":
+            if preflight and preflight.get("labeler", {}).get("pages_per_s_per_gpu"):
+                entry["labeler_pages_per_gpu_s"] = (preflight["labeler"]["pages_per_s_per_gpu"],
+                                                    f"preflight on {preflight['gpu']}")
+            else:
+                entry["labeler_pages_per_gpu_s"] = (config.plan.labeler_pages_per_gpu_s, "config (plan.labeler_pages_per_gpu_s)")
+        out["arms"][name] = entry
+    if config.pretrain:
+        out["training_tokens_per_gpu_s"] = training_tokens_per_gpu_s(config, vocab_size, preflight)
+    if config.evaluation:
+        hours = preflight.get("evaluation", {}).get("gpu_hours_per_checkpoint") if preflight else None
+        out["evaluation_gpu_hours_per_checkpoint"] = (
+            (hours, f"preflight on {preflight['gpu']}") if hours else
+            (config.plan.evaluation_gpu_hours_per_checkpoint, "config (plan.evaluation_gpu_hours_per_checkpoint)"))
+    return out
+
+
+# ---------------------------------------------------------------- projection
+
+
+def yield_interval(tokens: list[int], confidence: float) -> dict:
+    """Mean tokens per input file and its t-interval over the pilot files."""
+    from scipy import stats
+
+    n, mean = len(tokens), statistics.fmean(tokens)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * statistics.stdev(tokens) / math.sqrt(n) if n > 1 else mean
+    return {"mean": mean, "low": max(0.0, mean - half), "high": mean + half, "files": n}
+
+
+def files_needed(budget: int, per_file: float) -> int | None:
+    return math.ceil(budget / per_file) if per_file > 0 else None
+
+
+def verdict(yields: dict[str, dict], input_files: int, budget: int, snapshots: int | None = None) -> dict:
+    """Whether every arm's configured inputs reach the budget at the interval's lower bound."""
+    arms = {}
+    for arm, y in yields.items():
+        arms[arm] = {"projected_tokens": {k: input_files * y[k] for k in ("low", "mean", "high")},
+                     "files_needed": {"at_mean": files_needed(budget, y["mean"]), "at_low": files_needed(budget, y["low"])}}
+    need = {arm: a["files_needed"]["at_low"] for arm, a in arms.items()}
+    binding = max(need, key=lambda arm: math.inf if need[arm] is None else need[arm])
+    files = None if None in need.values() else max(need.values())
+    out = {"input_files": input_files, "budget": budget, "arms": arms, "binding_arm": binding,
+           "files_needed": files, "short": files is None or files > input_files}
+    if snapshots:
+        out["files_needed_per_snapshot"] = None if files is None else math.ceil(files / snapshots)
+    return out
+
+
+def verdict_message(v: dict) -> str:
+    if not v["short"]:
+        return (f"the {v['input_files']:,} input files are projected to reach {v['budget']:,} tokens per arm "
+                f"(binding arm: {v['binding_arm']}, {v['files_needed']:,} files at the interval's lower bound)")
+    low = v["arms"][v["binding_arm"]]["projected_tokens"]["low"]
+    need = "no number of files (its pilot kept no tokens)" if v["files_needed"] is None else f"{v['files_needed']:,} files"
+    per_snapshot = (f" ({v['files_needed_per_snapshot']:,} per snapshot)"
+                    if v.get("files_needed_per_snapshot") else "")
+    return (f"{v['binding_arm']}: {v['input_files']:,} input files are projected to give as little as {low:,.0f} tokens, "
+            f"short of dataset.tokens_per_arm = {v['budget']:,}; it needs {need}{per_snapshot}. "
+            f"Raise inputs (common_crawl.files_per_snapshot or snapshots) or lower the budget")
+
+
+def checkpoints_per_run(config: ExperimentConfig) -> int:
+
+    steps = config.training_steps()[0]
+    every = config.pretrain.training.checkpoint_every
+    return steps // every + (1 if steps % every else 0)
+
+
+def mean_per_file(files: list[dict], key: str) -> float:
+    return sum(f[key] for f in files) / len(files)
+
+
+def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, vocab_size: int) -> dict:
+    """CPU-hours, GPU-hours, wall hours and bytes of every stage for `input_files` inputs."""
+    out: dict = {"stages": [], "totals": {}}
+
+    def add(stage, arm, cpu_h=0.0, gpu_h=0.0, wall_h=0.0, storage=0, note=""):
+        out["stages"].append({"stage": stage, "arm": arm, "cpu_hours": cpu_h, "gpu_hours": gpu_h,
+                              "wall_hours": wall_h, "bytes": storage, "note": note})
+
+    smallest = min(pilot["arms"], key=lambda a: sum(f["tokens"] for f in pilot["arms"][a]["files"]))
+    for name, arm in config.extractor_arms.items():
+        measured = pilot["arms"].get(name) or pilot["arms"][smallest]
+        n = len(measured["files"])
+
+        res = arm.resources
+        cpu_h = gpu_h = 0.0
+        if name in pilot["arms"]:
+            cpu_h = input_files * measured["cpu_seconds"]["extraction"] / n / 3600
+        if "labeler_pages_per_gpu_s" in r["arms"][name]:
+            # not piloted here (no GPU): every page past the record guard and URL filter is labelled
+            files = measured["files"]
+            sent = (mean_per_file(files, "sent_to_labeler") if name in pilot["arms"]
+                    else mean_per_file(files, "records") - mean_per_file(files, "not_extracted"))
+            gpu_h = input_files * sent / r["arms"][name]["labeler_pages_per_gpu_s"][0] / 3600
+        wall = max(cpu_h / max(res.workers * res.cpus_per_task, 1),
+                   gpu_h / max(res.workers * max(res.gpus_per_task, 1), 1))
+        add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n,
+            "" if name in pilot["arms"] else f"not piloted: sizes as {smallest}, every page past the guard labelled")
+        post_cpu = input_files * measured["cpu_seconds"]["postprocess"] / n / 3600
+        post_res = config.postprocess.resources
+        post_bytes = sum(measured["bytes"][k] for k in ("intermediate", "removed", "post_processed"))
+        add("post-processing", name, post_cpu, 0.0, post_cpu / max(post_res.workers * post_res.cpus_per_task, 1),
+            input_files * post_bytes // n)
+    for name, arm in config.reference_arms.items():
+        add("reference read", name, note=f"reads up to {arm.margin:g} x the budget in tokens from its corpus "
+                                         "(not piloted; bound by the network or disk, not projected)")
+    if config.dataset:
+        token_bytes = 2 if vocab_size < 65_536 else 4
+        for name in config.arms:
+            add("datasets", name, storage=config.dataset.tokens_per_arm * token_bytes)
+    if config.pretrain:
+        runs = len(config.runs())
+        tokens_s, _ = r["training_tokens_per_gpu_s"]
+        gpu_h = config.dataset.tokens_per_arm / tokens_s / 3600
+        s = config.pretrain.slurm
+        ckpt = config.pretrain.model.parameters(vocab_size)["total"] * CHECKPOINT_BYTES_PER_PARAMETER
+        add("training", f"{runs} runs", 0.0, runs * gpu_h, gpu_h / (s.nodes * s.gpus_per_node),
+            runs * checkpoints_per_run(config) * ckpt, "wall time is one run's; the runs are independent jobs")
+        if config.evaluation:
+            hours, _ = r["evaluation_gpu_hours_per_checkpoint"]
+            checkpoints = runs * checkpoints_per_run(config)
+            total = checkpoints * hours * config.evaluation.slurm.gpus
+            add("evaluation", f"{checkpoints} checkpoints", 0.0, total,
+                total / min(config.evaluation.slurm.parallel, checkpoints) / config.evaluation.slurm.gpus)
+    out["totals"] = {k: sum(s[k] for s in out["stages"]) for k in ("cpu_hours", "gpu_hours", "bytes")}
+    return out
+
+
+# ---------------------------------------------------------------- the command
+
+
+def vocab_size_of(config: ExperimentConfig, pilot_root: Path) -> int:
+    """The tokenizer's vocabulary: the configured size, or the pilot's saved tokenizer."""
+    if config.tokenizer and config.tokenizer.kind == "sentencepiece":
+        return config.tokenizer.vocab_size
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(pilot_root / "tokenizer" / "tokenizer.json")).get_vocab_size()
+
+
+def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = None,
+              pilot_warcs: list[str] | None = None, preflight_path: Path | None = None) -> dict:
+    if config.dataset is None or config.tokenizer is None:
+        raise SystemExit(f"{config_path}: a plan needs the tokenizer and dataset sections (the budget to reach)")
+    base, paths_file = resolve_inputs(config)
+    paths = paths_file.read_text().split()
+    if pilot_warcs:
+        base, files = local_paths(sorted(pilot_warcs))
+    else:
+        files = pilot_files(paths, min(n_pilot or config.plan.pilot_files, len(paths)), seed=0)
+    if len(files) < 2:
+        raise SystemExit(f"{config_path}: a pilot needs at least 2 input files (the interval needs a spread); "
+                         f"the config has {len(paths)}")
+    preflight_path = preflight_path or config.output_root / "preflight" / "preflight.json"
+    preflight = json.loads(preflight_path.read_text()) if preflight_path.is_file() else None
+    pilot = run_pilot(config, base, files)
+    if not pilot["arms"]:
+        raise SystemExit("no arm of the config can run on this machine: run the plan on a GPU node")
+    vocab = vocab_size_of(config, Path(pilot["output_root"]))
+    r = rates(config, pilot, preflight, vocab)
+    measured = {a: yield_interval([f["tokens"] for f in m["files"]], config.plan.confidence) for a, m in pilot["arms"].items()}
+    lowest = min(measured, key=lambda a: measured[a]["mean"])
+    yields = {a: measured.get(a, measured[lowest] | {"assumed_as": lowest}) for a in config.extractor_arms}
+    cc = config.inputs.common_crawl
+    v = verdict(yields, len(paths), config.dataset.tokens_per_arm, len(cc.snapshots) if cc else None)
+    used = gpu_preflight(preflight) is not None
+    preflight_entry = None if preflight is None else {
+        "path": str(preflight_path), "gpu": preflight.get("gpu"), "used": used,
+        "why": "GPU rates from it" if used else "it ran on a CPU: code paths only, its speeds are not GPU rates"}
+    return {"experiment": config.name, "config": str(config_path), "pilot": pilot, "preflight": preflight_entry,
+            "rates": r, "yield_per_file": yields, "confidence": config.plan.confidence, "verdict": v,
+            "costs": costs(config, pilot, r, len(paths), vocab),
+            "caveat": "deduplication removes more at full scale than within the pilot's files: "
+                      "the yield is an upper estimate where duplicates span files"}
+
+
+class ShortInputs(ValueError):
+    """The latest plan projects the configured inputs short of the token budget."""
+
+
+def check_plan(config: ExperimentConfig, paths_file: Path) -> str | None:
+    """The latest plan's per-file yields against the config's current inputs (`paths_file`, as
+    resolved for the run) and budget: a message when they are projected to fall short, else None
+    (also when there is no plan)."""
+    path = config.plan_dir() / "plan.json"
+    if config.dataset is None or not path.is_file():
+        return None
+    plan = json.loads(path.read_text())
+    cc = config.inputs.common_crawl
+    v = verdict(plan["yield_per_file"], len(paths_file.read_text().split()), config.dataset.tokens_per_arm,
+                len(cc.snapshots) if cc else None)
+    return f"{verdict_message(v)} (plan: {path})" if v["short"] else None
+
+
+def _hours(h: float) -> str:
+    return "-" if not h else f"{h:,.1f}" if h >= 0.1 else f"{h * 3600:,.0f} s"
+
+
+def _bytes(b: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if b < 1000 or unit == "PB":
+            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.1f} {unit}"
+        b /= 1000
+    return ""
+
+
+def print_plan(plan: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=130)
+    y = Table(title=f"Yield: tokens per input file after post-processing ({plan['confidence']:.0%} interval over "
+                    f"{len(plan['pilot']['files'])} pilot files)")
+    for col in ("arm", "tokens/file", "interval", "projected tokens (low … high)", "files needed (mean / low)", "source"):
+        y.add_column(col, justify="left" if col in ("arm", "source") else "right")
+    for arm, yf in plan["yield_per_file"].items():
+        a = plan["verdict"]["arms"][arm]
+        t, f = a["projected_tokens"], a["files_needed"]
+        y.add_row(arm, f"{yf['mean']:,.0f}", f"{yf['low']:,.0f} … {yf['high']:,.0f}", f"{t['low']:,.0f} … {t['high']:,.0f}",
+                  f"{f['at_mean'] or '∞'} / {f['at_low'] or '∞'}",
+                  f"as {yf['assumed_as']} (not piloted)" if "assumed_as" in yf else "pilot")
+    console.print(y)
+    rt = Table(title="Rates")
+    for col in ("rate", "value", "source"):
+        rt.add_column(col)
+    for arm, entry in plan["rates"]["arms"].items():
+        for key, (value, source) in entry.items():
+            rt.add_row(f"{arm}: {key}", f"{value:,.2f}", source)
+    for key in ("training_tokens_per_gpu_s", "evaluation_gpu_hours_per_checkpoint"):
+        if key in plan["rates"]:
+            value, source = plan["rates"][key]
+            rt.add_row(key, f"{value:,.2f}", source)
+    console.print(rt)
+    c = Table(title=f"Cost of the configured run ({plan['verdict']['input_files']:,} input files)")
+    for col in ("stage", "arm", "CPU-hours", "GPU-hours", "wall hours", "storage", "note"):
+        c.add_column(col, justify="right" if col not in ("stage", "arm", "note") else "left")
+    for s in plan["costs"]["stages"]:
+        c.add_row(s["stage"], s["arm"], _hours(s["cpu_hours"]), _hours(s["gpu_hours"]), _hours(s["wall_hours"]),
+                  _bytes(s["bytes"]), s["note"])
+    t = plan["costs"]["totals"]
+    c.add_row("total", "", _hours(t["cpu_hours"]), _hours(t["gpu_hours"]), "", _bytes(t["bytes"]), "")
+    console.print(c)
+    for arm, measured in plan["pilot"]["arms"].items():
+        records = sum(f["records"] for f in measured["files"])
+        saved = sum(f["not_extracted"] for f in measured["files"])
+        console.print(f"{arm}: {saved:,} of {records:,} pilot records ({saved / max(records, 1):.1%}) never reach the "
+                      "extractor (record guard, URL blocklist before extraction)")
+    console.print(f"caveat: {plan['caveat']}")
+    console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.flow.plan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--pilot-files", type=int, help="input files in the pilot (default: plan.pilot_files)")
+    parser.add_argument("--pilot-warc", nargs="+", help="pilot on these WARC files instead of a draw of the inputs")
+    parser.add_argument("--preflight", type=Path, help="a preflight JSON (default: <output_root>/preflight/preflight.json)")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    if args.pilot_files is not None and args.pilot_files < 2:
+        parser.error("--pilot-files: at least 2 (the interval needs a spread)")
+    plan = make_plan(config, args.config, args.pilot_files, args.pilot_warc, args.preflight)
+    path = config.plan_dir() / "plan.json"
+    path.write_text(json.dumps(plan, indent=2) + "\n")
+    print_plan(plan)
+    print(f"wrote {path}; the run's power: python -m evaluation.power {args.config}")
+    return SHORT_EXIT if plan["verdict"]["short"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""The corpus flow of an experiment: extraction of every arm, then (when the config has the
+sections) the shared tokenizer, identical post-processing, tokenisation and the equal token budget.
+
+    python -m corpus.flow CONFIG [--until extract|postprocess|dataset] [--arms A B]
+
+Writes under `<output_root>/`: `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
+record accounted for; a reference-corpus arm's read logs), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
+`removed/<step>/` every removed document with its reason), `datasets/<arm>/` (Megatron
+`.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
+slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
+`--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
+for the stages it needs. Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
+yields are checked against the config's inputs and budget first: a run projected to fall short is
+refused before any work, unless `--allow-short`. `python -m corpus.accounting.ledger CONFIG` then accounts
+for every record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from configs.base import ConfigError
+from configs.environment import check_output_root
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.provenance import write_provenance
+from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
+from corpus.flow.execute import run_local, stage_folder, submit_slurm
+from corpus.flow.plan import ShortInputs, check_plan
+from corpus.flow.stages import UNTIL, corpus_stages
+from corpus.read.inputs import resolve_inputs
+from corpus.tokens.budget import BudgetError
+from slurm.console import add_verbose_flag, apply_verbose_flag, say
+
+
+def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
+               executor: str = "local", allow_short: bool = False) -> list[dict]:
+    """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries. A full
+    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`."""
+    check_output_root(config.output_root)
+    base, paths_file = resolve_inputs(config)
+    if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
+        if not allow_short:
+            raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
+        print(f"warning (--allow-short): {short}", file=sys.stderr)
+    stages = corpus_stages(config, base, paths_file, until, arms)
+    for folder in sorted({stage_folder(config, stage) for stage in stages}):
+        if warning := write_provenance(folder, config):
+            say(f"warning: {warning}")
+    if executor == "slurm":
+        for label, job in submit_slurm(config, stages).items():
+            print(f"{label}: {'done already' if job == '-1' else 'job ' + job}")
+        return []
+    run_local(config, stages)
+    summaries = []
+    for arm in arms or list(config.extractor_arms):
+        summaries.append(summarize_arm(config, arm))
+        write_summary(config, arm, summaries[-1])
+    return summaries
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.flow", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", help="experiment YAML, e.g. configs/local.yaml")
+    parser.add_argument("--until", choices=UNTIL, default="dataset",
+                        help="last stage to run (default: as far as the config goes)")
+    parser.add_argument("--arms", nargs="+", help="extract only these arms (and stop after extraction)")
+    parser.add_argument("--allow-short", action="store_true",
+                        help="run even if the latest plan (python -m corpus.flow.plan) projects the inputs short of the budget")
+    parser.add_argument("--executor", choices=["local", "slurm"], default="local",
+                        help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
+    add_verbose_flag(parser)
+    args = parser.parse_args(argv)
+    apply_verbose_flag(args)
+    config = load_experiment_or_exit(args.config)
+    unknown = set(args.arms or []) - set(config.extractor_arms)
+    if unknown:
+        print(f"--arms: {sorted(unknown)} are not extractor arms of {args.config} (those: {sorted(config.extractor_arms)}); "
+              "reference arms are read after the tokenizer, in a full run", file=sys.stderr)
+        return 2
+    try:
+        summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short)
+    except (BudgetError, ShortInputs, ConfigError) as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
+    if summaries and (args.until == "extract" or args.arms):
+        print_summaries(summaries)
+    elif summaries:
+        say(f"every record through every stage: python -m corpus.accounting.ledger {args.config}")
+    else:
+        print(f"submitted; when the jobs finish: python -m corpus.accounting.ledger {args.config}")
+    return 0

@@ -1,0 +1,84 @@
+"""Reference-corpus arms: an existing corpus (FineWeb, RefinedWeb, local Parquet or JSONL) trained
+and scored exactly as the extractor arms are, for context (the Dripper paper's Table 5 rows).
+
+    fineweb:
+      corpus: huggingface            # or parquet, jsonl (local files: `paths`)
+      dataset: HuggingFaceFW/fineweb
+      subset: sample-10BT
+      text_field: text
+
+The arm's read stage streams the corpus through datatrove's reader and stops as soon as it holds
+`token_margin` x `dataset.tokens_per_arm` tokens (shared tokenizer, end-of-document included), so
+a 15T-token corpus costs what the budget needs. By default the documents join after
+post-processing (public corpora are filtered already); `postprocess: true` sends them through
+the experiment's post-processing like every extractor arm. From there the arm is tokenised, cut to
+the same budget, trained, evaluated and reported like the others. Reference arms are not in the
+tokenizer's training sample: the tokenizer is the one the extractor arms would have alone. The
+steps are `corpus.read.reference_steps`.
+"""
+
+from __future__ import annotations
+
+import glob
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from configs.base import Resources, StrictModel
+
+HUB, PARQUET, JSONL = "huggingface", "parquet", "jsonl"
+
+
+class ReferenceArm(StrictModel):
+    corpus: Literal["huggingface", "parquet", "jsonl"]
+    # huggingface: a hub id (or a local dataset folder), its config/subset and split; streamed
+    dataset: str | None = None
+    subset: str | None = None
+    split: str | None = None
+    # parquet, jsonl: local files or globs (.jsonl, .jsonl.gz)
+    paths: list[str] | None = None
+    text_field: str = "text"
+    id_field: str = "id"  # documents without one are named <file>/<row>
+    # the draw: `seed` orders the local files; each document is kept with probability
+    # `sample_rate`, decided by a hash of the seed and its id (the same documents on every run)
+    seed: int = 0
+    sample_rate: float = Field(1.0, gt=0, le=1)
+    max_documents: int | None = Field(None, ge=1)  # per read task; the token quota usually stops first
+    # tokens read per token of the budget; null: 1.2, or 2.0 with postprocess (which removes some)
+    token_margin: float | None = Field(None, ge=1)
+    postprocess: bool = False
+    resources: Resources = Resources()
+
+    @model_validator(mode="after")
+    def _source_of_the_kind(self) -> ReferenceArm:
+        if self.corpus == HUB:
+            if not self.dataset:
+                raise ValueError("corpus: huggingface needs dataset (a hub id like HuggingFaceFW/fineweb)")
+            if self.paths is not None:
+                raise ValueError("corpus: huggingface reads `dataset`; paths are for corpus: parquet or jsonl")
+        else:
+            if not self.paths:
+                raise ValueError(f"corpus: {self.corpus} needs paths (files or globs)")
+            given = sorted(k for k in ("dataset", "subset", "split") if getattr(self, k) is not None)
+            if given:
+                raise ValueError(f"corpus: {self.corpus} reads `paths`; {given} are for corpus: huggingface")
+            for pattern in self.paths:
+                if not glob.glob(pattern):
+                    raise ValueError(f"no file matches {pattern!r}")
+        return self
+
+    @property
+    def margin(self) -> float:
+        return self.token_margin or (2.0 if self.postprocess else 1.2)
+
+    def files(self) -> list[str]:
+        """The local files, in the seeded order they are read."""
+        import random
+
+        files = sorted({p for pattern in self.paths or [] for p in glob.glob(pattern)})
+        random.Random(f"reference:{self.seed}").shuffle(files)
+        return files
+
+    def token_quota(self, tokens_per_arm: int, tasks: int) -> int:
+        """Tokens each read task stops at."""
+        return -(-int(tokens_per_arm * self.margin) // tasks)

@@ -1,0 +1,144 @@
+"""The read stage of a reference-corpus arm (its config: corpus.read.reference).
+
+    reader ─► ReferenceDraw ─► TokenQuota ─► writer
+
+`TokenQuota` stops pulling documents once the task holds its share of the tokens, so the reader
+never reads further into the corpus than the budget needs. The documents go where post-processing
+reads (`postprocess: true`; its record-level filters, the URL blocklist, then run there) or where
+it writes (the default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+from datatrove.utils.tokenization import PipelineStepWithTokenizer
+
+from configs.experiment import ExperimentConfig
+from corpus.read.inputs import local_paths
+from corpus.read.reference import HUB, JSONL, PARQUET, ReferenceArm
+from corpus.stage import RecordIdWriter, Stage, documents_writer
+
+
+def reference_reader(arm: ReferenceArm, paths_file: Path | None):
+    """datatrove's reader for the arm's corpus; local files are read in the order `paths_file`
+    lists them (`write_reference_paths`)."""
+    fields = {"text_key": arm.text_field, "id_key": arm.id_field, "limit": arm.max_documents or -1}
+    if arm.corpus == HUB:
+        from datatrove.pipeline.readers import HuggingFaceDatasetReader
+
+        options = {k: v for k, v in {"name": arm.subset, "split": arm.split or "train"}.items() if v is not None}
+        return HuggingFaceDatasetReader(arm.dataset, dataset_options=options, streaming=True, **fields)
+    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+
+    reader = {PARQUET: ParquetReader, JSONL: JsonlReader}[arm.corpus]
+    return reader(local_paths(arm.files())[0], paths_file=str(paths_file), **fields)
+
+
+def write_reference_paths(arm: ReferenceArm, paths_file: Path) -> Path | None:
+    """The arm's local files in their seeded order, relative to their common folder (the
+    reader's data folder); None for a hub corpus."""
+    if arm.corpus == HUB:
+        return None
+    paths_file.parent.mkdir(parents=True, exist_ok=True)
+    paths_file.write_text("".join(f"{p}\n" for p in local_paths(arm.files())[1]))
+    return paths_file
+
+
+def first_row(arm: ReferenceArm) -> dict:
+    """The corpus's first row as its reader sees it, before any field is picked (preflight)."""
+    if arm.corpus == HUB:
+        from datasets import load_dataset
+
+        rows = load_dataset(arm.dataset, name=arm.subset, split=arm.split or "train", streaming=True)
+        return next(iter(rows))
+    path = arm.files()[0]
+    if arm.corpus == PARQUET:
+        import pyarrow.parquet as pq
+
+        return next(pq.ParquetFile(path).iter_batches(batch_size=1)).to_pylist()[0]
+    import json
+
+    import fsspec
+
+    with fsspec.open(path, "rt", compression="infer") as f:
+        return json.loads(f.readline())
+
+
+class ReferenceDraw(PipelineStep):
+    """Counts every document read; keeps each with probability `rate` by a hash of the seed and
+    its id, so the draw depends neither on the order nor on the number of tasks."""
+
+    type = "🎲 - SAMPLE"
+    name = "🎲 Reference draw"
+
+    def __init__(self, rate: float, seed: int):
+        super().__init__()
+        self.rate, self.seed = rate, seed
+
+    def kept(self, doc_id: str) -> bool:
+        digest = hashlib.sha256(f"{self.seed}:{doc_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") < self.rate * 2**64
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        for doc in data:
+            self.stat_update("read")
+            if self.rate < 1 and not self.kept(str(doc.id)):
+                self.stat_update("dropped_not_drawn")
+                continue
+            self.stat_update("forwarded")
+            yield doc
+
+
+class TokenQuota(PipelineStepWithTokenizer):
+    """Counts each document's tokens as datatrove's TokensCounter does (end-of-document
+    included) and lets documents through until the task holds `quota` tokens, then stops
+    reading. One document at a time: a batching counter would read ahead of the quota."""
+
+    type = "🎲 - SAMPLE"
+    name = "🪣 Token quota"
+
+    def __init__(self, tokenizer_file: str, quota: int):
+        super().__init__(tokenizer_file)
+        self.quota = quota
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        held = 0
+        for doc in data:
+            with self.track_time():
+                count = len(self.tokenizer.encode(doc.text).ids) + 1
+            doc.metadata["token_count"] = count
+            held += count
+            self.stat_update("tokens", value=count)
+            self.stat_update("forwarded")
+            yield doc
+            if held >= self.quota:
+                self.stat_update("quota_reached")
+                return
+
+
+def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
+    """A reference arm's read stage: its corpus, drawn and (with a dataset section) read only up to
+    its share of the token quota, written where post-processing reads (`postprocess: true`) or
+    where it writes (the default)."""
+    arm = config.reference_arms[arm_name]
+    paths_file = write_reference_paths(arm, config.arm_dir(arm_name) / "paths.txt")
+    counted = []
+    if config.dataset is not None:
+        counted = [TokenQuota(str(config.tokenizer_file()), arm.token_quota(config.dataset.tokens_per_arm, arm.resources.tasks))]
+    if arm.postprocess:
+        out = [documents_writer(config.arm_dir(arm_name) / "output")]
+    else:
+        post_dir = config.post_dir(arm_name)
+        out = [documents_writer(post_dir / "output"), RecordIdWriter(str(post_dir / "ids"))]
+    return [reference_reader(arm, paths_file), ReferenceDraw(arm.sample_rate, arm.seed), *counted, *out]
+
+
+def reference_stages(config: ExperimentConfig) -> list[Stage]:
+    """Every reference arm's read stage; it counts tokens with the shared tokenizer, so it waits for it."""
+    return [Stage("read", name, reference_pipeline(config, name), arm.resources, config.arm_dir(name) / "logs",
+                  ["tokenizer"] if config.tokenizer else [])
+            for name, arm in config.reference_arms.items()]

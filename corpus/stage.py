@@ -1,0 +1,67 @@
+"""What every stage package builds: a `Stage` (a datatrove pipeline, its tasks and resources, and the
+stages it waits for, by label), and the JSONL reader and id writer that pass documents between
+stages. The flow (corpus.flow) orders and runs them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.writers import JsonlWriter
+
+from configs.base import Resources
+
+ONE_TASK = Resources(tasks=1, workers=1)
+
+
+def label(name: str, arm: str | None = None) -> str:
+    """A stage's name in logs, Slurm job names and `needs`: `<name>-<arm>`, or `<name>` for a stage
+    over all arms."""
+    return f"{name}-{arm}" if arm else name
+
+
+@dataclass
+class Stage:
+    name: str
+    arm: str | None  # None: a stage over all arms
+    pipeline: list
+    resources: Resources
+    logs: Path
+    needs: list[str] = field(default_factory=list)  # labels of the stages it waits for
+    tasks: int | None = None  # default: resources.tasks
+    one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
+    part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
+
+    @property
+    def label(self) -> str:
+        return label(self.name, self.arm)
+
+    @property
+    def part_label(self) -> str:
+        return label(self.part or self.name, self.arm)
+
+
+def documents_reader(folder: Path) -> JsonlReader:
+    """The documents an earlier stage wrote to `folder`. No `file_path` metadata: it would write
+    this run's absolute folder into every later output."""
+    return JsonlReader(str(folder), glob_pattern="*.jsonl.gz", doc_progress=False, add_file_path=False)
+
+
+def documents_writer(folder: Path) -> JsonlWriter:
+    """One `<rank>.jsonl.gz` per task under `folder`."""
+    return JsonlWriter(str(folder), output_filename="${rank}.jsonl.gz")
+
+
+def record_id(writer, document) -> dict:
+    """JsonlWriter adapter: only the record id."""
+    return {"id": document.id}
+
+
+class RecordIdWriter(JsonlWriter):
+    """Only the record ids of the post-processed documents (the ledger's overlap between arms)."""
+
+    name = "🆔 Record ids"
+
+    def __init__(self, output_folder: str):
+        super().__init__(output_folder, output_filename="${rank}.jsonl.gz", adapter=record_id)
