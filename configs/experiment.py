@@ -11,7 +11,7 @@ from __future__ import annotations
 import glob
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
@@ -59,12 +59,31 @@ class CommonCrawlInput(StrictModel):
         return names
 
 
-class InputsConfig(StrictModel):
-    """Exactly one source of WARC records."""
+class ReadRetries(StrictModel):
+    """Transient read errors of an input file (HTTP 5xx, throttling, a dropped or reset connection, a
+    timeout): the file is opened again at the next unread record after `backoff_s` × 2^(n-1) seconds
+    (at most `max_backoff_s`) for the n-th failure in a row; `attempts` failures in a row with no
+    record read in between, and the next one fails the task."""
 
-    warc: list[str] | None = None  # local paths or globs, relative to the working directory
+    attempts: int = Field(8, ge=0)
+    backoff_s: float = Field(2.0, ge=0)
+    max_backoff_s: float = Field(120.0, ge=0)
+
+
+class InputsConfig(StrictModel):
+    """Exactly one source of WARC records, and how its files are read."""
+
+    warc: list[str] | None = None  # local paths or globs (relative to the working directory), or URLs
     common_crawl: CommonCrawlInput | None = None
     sample: SampleInput | None = None
+    # a file that is not whole WARC records (truncated, a corrupt gzip member, not a WARC): `fail`
+    # its task, or `skip` it, counted and named in the ledger
+    on_corrupt: Literal["fail", "skip"] = "fail"
+    retries: ReadRetries = ReadRetries()
+    read_timeout_s: float = Field(120.0, gt=0)  # a remote read that stalls this long fails (and is retried)
+    # fsspec options of the input files' filesystem, e.g. {anon: true} or {profile: NAME} for s3://,
+    # {block_size: BYTES} (bytes per request)
+    storage_options: dict[str, Any] = {}
 
     @model_validator(mode="after")
     def _exactly_one(self) -> InputsConfig:
@@ -72,7 +91,14 @@ class InputsConfig(StrictModel):
         if len(given) != 1:
             raise ValueError(f"give exactly one of warc, common_crawl, sample (got {given or 'none'})")
         if self.warc is not None:
+            urls = [p for p in self.warc if "://" in p]
+            if urls and len(urls) < len(self.warc):
+                raise ValueError("warc: give local paths or URLs, not both (the files are read from one place)")
+            if len(places := sorted({"/".join(url.split("/")[:3]) for url in urls})) > 1:
+                raise ValueError(f"warc: URLs of one scheme and host (the readers' base), not {places}")
             for pattern in self.warc:
+                if "://" in pattern and any(c in pattern for c in "*?["):
+                    raise ValueError(f"{pattern!r}: URLs are read as given, not expanded: list the files")
                 if "://" not in pattern and not glob.glob(pattern):
                     raise ValueError(f"no file matches {pattern!r}")
         return self

@@ -88,9 +88,11 @@ def log_tail(log: Path, lines: int = ERROR_TAIL_LINES) -> str:
 
 
 @contextmanager
-def stage(title: str, log: Path, unit: str, total: int | None = None) -> Iterator:
+def stage(title: str, log: Path, unit: str, total: int | None = None, explained: tuple[type[Exception], ...] = ()) -> Iterator:
     """Run a stage's body with library output in `log` and a progress bar on the console. On an
-    error the console gets the error, the end of the log and its path, and the error goes on."""
+    error the console gets the error, the end of the log and its path, and the error goes on.
+    `explained`: errors whose one-line message says all a person needs (what, where, what to do):
+    printed without the log's end."""
     bar = progress_bar(title, unit, total)
     try:
         with redirected(log):
@@ -98,7 +100,7 @@ def stage(title: str, log: Path, unit: str, total: int | None = None) -> Iterato
     except BaseException as e:
         bar.close()
         if not verbose() and not isinstance(e, KeyboardInterrupt):
-            tail = log_tail(log)
+            tail = "" if isinstance(e, explained) else log_tail(log)
             say(f"✗ {title} failed: {type(e).__name__}: {e}\n  log: {log}" + (f"\n  last lines:\n{tail}" if tail else ""))
         raise
     bar.close()

@@ -7,9 +7,11 @@ side for all arms, one row per stage: documents in and out, removed by reason, t
 (tokens are counted with the experiment's tokenizer, end-of-document token included, right
 after extraction). Every row is checked: in = out + removed, and each stage's input is the
 previous stage's output. A reference-corpus arm starts at its read row (documents read, not
-drawn, written) and joins where it joins. Then the overlap between arms: how many source records (WARC record
-ids) survive post-processing, and the token budget, in both arms or only in one.
-Writes `<output_root>/ledger.json`.
+drawn, written) and joins where it joins. Every input file of an extractor arm is counted by
+outcome (read whole, skipped as corrupt, failed, not read), with its records and retries; a file not
+read whole makes "every record accounted for" NO, and is named. Then the overlap between arms: how
+many source records (WARC record ids) survive post-processing, and the token budget, in both arms or
+only in one. Writes `<output_root>/ledger.json`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from datatrove.pipeline.tokens import TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
+from corpus.accounting.summary import counters, files_cell, find_step, merged_stats, not_read_whole, summarize_arm
 from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
 from corpus.read.reference_steps import ReferenceDraw, TokenQuota
 from corpus.tokens.budget import manifest_path
@@ -82,7 +84,7 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
     per-document stage (the planner's pilot runs one task per input file)."""
     if arm in config.reference_arms:
         rows = [row] if (row := reference_row(config, arm, task)) else []
-        extraction = {"balanced": True, "not_extracted": None}
+        extraction = {"balanced": True, "not_extracted": None, "input_files": None}
     else:
         extraction = summarize_arm(config, arm, task)
         rows = []
@@ -116,9 +118,11 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
     chained = all(a["documents_out"] == b["documents_in"]
                   and (None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"])
                   for a, b in pairwise(rows))
+    files = extraction["input_files"]
     return {"arm": arm, "rows": rows, "chained": chained,
-            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False),
-            "not_extracted": extraction.get("not_extracted")}
+            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)
+            and not (files and files["not_read_whole"]),
+            "not_extracted": extraction.get("not_extracted"), "input_files": files}
 
 
 def _ids(paths: list[Path]) -> set[str]:
@@ -174,10 +178,14 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
 
     for stage in stages:
         table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
+    table.add_row("input files", *(files_cell(ledger["input_files"]) if ledger["input_files"] else "-" for ledger in ledgers))
     table.add_row("every record accounted for", *("yes" if ledger["balanced"] else "NO" for ledger in ledgers))
     table.add_row("pages no extractor saw", *(f"{ledger['not_extracted']:,}" if ledger["not_extracted"] is not None else "-"
                                              for ledger in ledgers))
     console.print(table)
+    for ledger in ledgers:
+        for f in (ledger["input_files"] or {}).get("not_read_whole", []):
+            console.print(f"{ledger['arm']}: {f['file']} {f['outcome']}: {f['fault'] or 'its task did not finish'}")
     for level, pairs in overlaps.items():
         for pair in pairs:
             a, b = pair["arms"]
@@ -212,13 +220,15 @@ def summary_line(ledger: dict, stages: list[str]) -> str:
     """An arm's documents from its first row to its last (its stages named where they are not
     `stages`), tokens at the end, and the balance."""
     rows = ledger["rows"]
+    note = not_read_whole(ledger["input_files"]) if ledger["input_files"] else ""
     if not rows:
-        return f"  {ledger['arm']}: nothing yet"
+        return f"  {ledger['arm']}: nothing yet" + (f"; every record accounted for: NO ({note})" if note else "")
     counts = " → ".join([str(rows[0]["documents_in"]), *(str(r["documents_out"]) for r in rows)])
     own = [r["stage"] for r in rows]
     named = f" ({' → '.join(own)})" if own != stages else ""
     tokens = f", {rows[-1]['tokens_out']:,} tokens" if rows[-1]["tokens_out"] is not None else ""
-    return f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: {'yes' if ledger['balanced'] else 'NO'}"
+    return (f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: "
+            f"{'yes' if ledger['balanced'] else 'NO'}{f' ({note})' if note else ''}")
 
 
 if __name__ == "__main__":

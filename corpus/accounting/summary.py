@@ -4,7 +4,9 @@
 
 For each arm: records read, dropped by the record guard (by reason), extracted, extracted by
 fallback (by reason), dropped by the extractor (by reason), documents and characters out. The
-identity `records = extracted + fallbacks + drops` is checked and reported as `balanced`.
+identity `records = extracted + fallbacks + drops` is checked and reported as `balanced`. Then the
+input files as the reader's tasks recorded them (corpus.read.warc): by outcome, and each file not
+read whole, named.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from datatrove.pipeline.writers import JsonlWriter
@@ -19,7 +22,7 @@ from datatrove.pipeline.writers import JsonlWriter
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors.prefilters import RecordGuard
 from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
-from corpus.read.warc import AccountedWarcReader
+from corpus.read.warc import INPUT_FILES, READ_WHOLE, AccountedWarcReader, read_input_files
 
 
 def counters(step: dict) -> dict[str, int]:
@@ -52,14 +55,35 @@ def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], i
     return json.loads(total.to_json()), len(files)
 
 
+def input_files(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
+    """The arm's input files as its reader's tasks recorded them: how many by outcome, their records
+    and retries, and every file not read whole."""
+    files = read_input_files(config.arm_dir(arm_name) / "logs" / INPUT_FILES, task)
+    return {"files": len(files), "outcomes": dict(Counter(f["outcome"] for f in files)),
+            "records": sum(f["records"] for f in files), "retries": sum(f["retries"] for f in files),
+            "not_read_whole": [f for f in files if f["outcome"] != READ_WHOLE]}
+
+
+def not_read_whole(files: dict, named: int = 3) -> str:
+    """The input files not read whole, the first `named` named with their outcome; '' when every
+    file was read whole."""
+    bad = files["not_read_whole"]
+    if not bad:
+        return ""
+    names = ", ".join(f"{f['file']} {f['outcome']}" for f in bad[:named])
+    names += f", +{len(bad) - named} more" if len(bad) > named else ""
+    return f"{len(bad)} input file{'s' if len(bad) > 1 else ''} not read whole: {names}"
+
+
 def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
     """The arm's extraction accounting, over every task or for one task (one input file when the
     stage has a task per file, as the planner's pilot does)."""
     arm = config.extractor_arms[arm_name]
     steps, tasks_done = merged_stats(config.arm_dir(arm_name) / "logs", task)
+    files = input_files(config, arm_name, task)
     if not steps:
         return {"arm": arm_name, "extractor": arm.extractor, "tasks_done": 0, "tasks": arm.resources.tasks,
-                "complete": False}
+                "complete": False, "input_files": files}
     extractor_stats = find_step(steps, type(arm.step()))
     reader, guard, extractor, writer = (counters(find_step(steps, AccountedWarcReader)), counters(find_step(steps, RecordGuard)),
                                         counters(extractor_stats), counters(find_step(steps, JsonlWriter)))
@@ -91,6 +115,7 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
         "skipped_records": {k: v for k, v in reader.items() if k.startswith("skipped_")},
         # pages no extractor saw: dropped by the record guard or a record-level filter
         "not_extracted": sum(guard_drops.values()) + sum(before.values()),
+        "input_files": files,
     }
 
 
@@ -120,11 +145,18 @@ def print_summaries(summaries: list[dict]) -> None:
         ("documents out", lambda s: str(s.get("documents_out", "-"))),
         ("characters out", lambda s: f"{s.get('characters_out', 0):,}"),
         ("tasks done", lambda s: f"{s['tasks_done']}/{s['tasks']}"),
+        ("input files", lambda s: files_cell(s["input_files"])),
         ("balanced", lambda s: "yes" if s.get("balanced") else "NO"),
     ]
     for label, cell in rows:
         table.add_row(label, *(cell(s) for s in summaries))
     Console(width=max(100, 40 + 45 * len(summaries))).print(table)
+
+
+def files_cell(files: dict) -> str:
+    """An arm's input files in a table cell: how many by outcome, the retries."""
+    outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(files["outcomes"].items()))
+    return f"{outcomes or '-'}" + (f"; {files['retries']:,} retries" if files["retries"] else "")
 
 
 def main(argv: list[str] | None = None) -> int:

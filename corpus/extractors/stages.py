@@ -13,13 +13,15 @@ from pathlib import Path
 
 from configs.experiment import ExperimentConfig
 from corpus.extractors.prefilters import prefilter_steps
-from corpus.read.warc import AccountedWarcReader
+from corpus.read.inputs import input_folder
+from corpus.read.warc import INPUT_FILES, AccountedWarcReader
 from corpus.stage import Stage, documents_writer
 
 
 def extraction_pipeline(config: ExperimentConfig, arm: str, base: str, paths_file: Path) -> list:
     return [
-        AccountedWarcReader(base, paths_file=str(paths_file)),
+        AccountedWarcReader(input_folder(config.inputs, base), paths_file=str(paths_file), on_corrupt=config.inputs.on_corrupt,
+                            retries=config.inputs.retries, files_log=str(config.arm_dir(arm) / "logs" / INPUT_FILES)),
         *prefilter_steps(config, arm),
         config.arms[arm].step(),
         documents_writer(config.arm_dir(arm) / "output"),

@@ -12,10 +12,11 @@ from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig
-from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
+from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm
 from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
+from corpus.read.warc import InputFileError
 from corpus.stage import Stage
 from slurm import console
 
@@ -39,7 +40,7 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
         total = tasks if taps is None else None  # documents from an earlier stage's count; else a rate without an end
         if isinstance(reader, BaseDiskReader):
             total = written.get(reader.data_folder.path)
-        with console.stage(stage.label, log, "docs" if taps else "tasks", total) as bar:
+        with console.stage(stage.label, log, "docs" if taps else "tasks", total, explained=(InputFileError,)) as bar:
             counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
             counter.start()
             try:
@@ -78,8 +79,9 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     """The closing line's counts, from datatrove's stats of the part's stages."""
     if last.name == "extract":
         s = summarize_arm(config, last.arm)
+        files = f" — {note}, see the ledger" if (note := not_read_whole(s["input_files"])) else ""
         return (f"{s['records']} records → {s['documents_out']} documents ({sum(s['dropped'].values())} dropped, "
-                f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}")
+                f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}{files}")
     if last.name == "budget":
         return f"{config.dataset.tokens_per_arm:,} tokens for each of {len(config.arms)} arms"
     steps, _ = merged_stats(last.logs)

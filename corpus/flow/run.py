@@ -29,6 +29,7 @@ from corpus.flow.execute import run_local, stage_folder, submit_slurm
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
 from corpus.read.inputs import resolve_inputs
+from corpus.read.warc import InputFileError
 from corpus.tokens.budget import BudgetError
 from slurm.console import add_verbose_flag, apply_verbose_flag, say
 
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     except (BudgetError, ShortInputs, ConfigError) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
+    except InputFileError:  # its one line is on the console already, with the log's path
+        return 1
     if summaries and (args.until == "extract" or args.arms):
         print_summaries(summaries)
     elif summaries:
