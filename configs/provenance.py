@@ -63,8 +63,20 @@ def package_set_sha256() -> str:
 
 
 def config_sha256(config: ExperimentConfig) -> str:
-    """Of the validated config, defaults included, the output root left out."""
-    dump = config.model_dump(mode="json", exclude={"output_root"})
+    """Of the validated config, defaults included, the output root left out: paths under it (the gold
+    arm's default, the sample's gold.jsonl) count relative to it."""
+    root = config.output_root.parts
+
+    def rooted(value):
+        if isinstance(value, dict):
+            return {k: rooted(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rooted(v) for v in value]
+        if isinstance(value, str) and root and Path(value).parts[:len(root)] == root:
+            return str(Path("<output_root>", *Path(value).parts[len(root):]))
+        return value
+
+    dump = rooted(config.model_dump(mode="json", exclude={"output_root"}))
     return hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()
 
 

@@ -6,6 +6,7 @@ from collections import namedtuple
 import pytest
 
 from configs.base import ConfigError
+from configs.experiment import ExperimentConfig
 from conftest import make_config, pretrain_experiment
 from corpus.flow.run import run_corpus
 
@@ -47,6 +48,9 @@ def test_a_folder_resumed_by_another_config_keeps_its_first_maker(tmp_path, samp
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
     elsewhere = make_config(tmp_path / "elsewhere", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
     assert config_sha256(config) == config_sha256(elsewhere)  # where a run writes is not what made it
+    gold = {"name": "t", "inputs": {"sample": {}}, "arms": {"t": {"extractor": "trafilatura"}, "g": {"extractor": "gold"}}}
+    assert config_sha256(ExperimentConfig.model_validate({**gold, "output_root": str(tmp_path / "out")})) == config_sha256(
+        ExperimentConfig.model_validate({**gold, "output_root": str(tmp_path / "moved")}))  # its gold files lie under it
     folder = tmp_path / "folder"
     assert write_provenance(folder, config) is None and write_provenance(folder, config) is None
     other = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}},
