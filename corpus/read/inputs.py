@@ -66,8 +66,8 @@ def url_paths(urls: list[str]) -> tuple[str, list[str]]:
     a '/', and the rest of each."""
     urls = list(dict.fromkeys(urls))
     base = os.path.commonprefix(urls) if len(urls) > 1 else urls[0]
-    base = base[:base.rindex("/") + 1]
-    return base, [url[len(base):] for url in urls]
+    base = base[:base.rindex("/")]
+    return base, [url[len(base) + 1:] for url in urls]
 
 
 def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
@@ -86,7 +86,7 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
                 write_sample((sample_dir / path).parent, inputs.sample.pages, inputs.sample.seed + i)
         base = str(sample_dir.resolve())
     elif inputs.common_crawl is not None:
-        base = inputs.common_crawl.base_url
+        base = inputs.common_crawl.base_url.rstrip("/")  # the readers join paths with '/'
         paths = select_common_crawl(inputs.common_crawl, storage_options(inputs, base))
     elif "://" in inputs.warc[0]:
         base, paths = url_paths(inputs.warc)
