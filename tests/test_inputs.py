@@ -88,7 +88,7 @@ def response_records_before(sample_dir, offset: int) -> int:
 
 # what the error says was found in each bad input
 FOUND = {"truncated.warc.gz": "truncated at byte 60,000, inside the record that starts at byte",
-         "random.warc.gz": "not a WARC file: first bytes b'"}
+         "random.warc.gz": "not a WARC file: it starts b'"}
 
 
 def bad_inputs(folder, sample_dir) -> int:
@@ -339,3 +339,12 @@ def test_transient_errors_are_told_from_lasting_ones(monkeypatch):
                ValueError("not a range request")]
     assert [retryable(e) for e in transient] == [True] * len(transient)
     assert [retryable(e) for e in lasting] == [False] * len(lasting)
+
+
+def test_a_warc_in_one_gzip_stream_is_refused_with_how_to_fix_it(tmp_path, sample_dir):
+    data = (sample_dir / "sample.warc.gz").read_bytes()
+    plain = b"".join(gzip.decompress(data[a:b]) for a, b in pairwise(member_starts(data) + [len(data)]))
+    (tmp_path / "one.warc.gz").write_bytes(gzip.compress(plain))
+    with pytest.raises(InputFileError, match=r"one.warc.gz: the gzip member at byte 0 holds more than one record, after 0 "
+                                             r"records. The whole file is one gzip stream: recompress it"):
+        list(AccountedWarcReader(str(tmp_path)).read_file("one.warc.gz"))

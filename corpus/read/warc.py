@@ -97,6 +97,7 @@ def payload_mime(record, payload: bytes) -> str | None:
 
 READ_BYTES = 1 << 14
 GZIP_MAGIC = b"\x1f\x8b"
+HEADER_MAX = 1 << 16  # bytes: no WARC header is longer
 _CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 
 # what a person does about a file that is not whole WARC records, by the fault's reason
@@ -104,6 +105,7 @@ WHAT_TO_DO = {
     "truncated": "An interrupted download or copy ends so: fetch the file again",
     "corrupt": "The file is damaged: fetch it again",
     "not_warc": "Check the input list",
+    "one_stream": "The whole file is one gzip stream: recompress it with a member per record (warcio recompress FILE NEW)",
 }
 SKIP_HINT = "or set inputs.on_corrupt: skip to count it as lost and go on"
 
@@ -126,7 +128,7 @@ def warc_format(head: bytes) -> bool:
         return True
     if head.startswith(b"WARC/"):
         return False
-    raise CorruptWarc("not_warc", f"not a WARC file: first bytes {head[:16]!r}" if head else "not a WARC file: it is empty")
+    raise CorruptWarc("not_warc", f"not a WARC file: it starts {head[:16]!r}" if head else "not a WARC file: it is empty")
 
 
 def whole_records(f, offset: int, gzipped: bool) -> Iterator[tuple[int, int, bytes]]:
@@ -139,8 +141,10 @@ def whole_records(f, offset: int, gzipped: bool) -> Iterator[tuple[int, int, byt
 
 
 def _gzip_members(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
-    """Each gzip member whole: zlib checks its trailer (CRC and length) and says where it ends."""
-    pending, member, start, out = b"", None, offset, []
+    """Each gzip member whole: zlib checks its trailer (CRC and length) and says where it ends. A member
+    that runs on past the record it begins (a whole file in one gzip stream) is refused as soon as it
+    does, not held in memory to its end."""
+    pending, member, start = b"", None, offset
     while True:
         if not pending:
             pending = f.read(READ_BYTES)
@@ -149,11 +153,15 @@ def _gzip_members(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
                     raise _truncated(offset, start)
                 return
         if member is None:
-            member, start, out = zlib.decompressobj(wbits=31), offset, []
+            member, start, out, size, record = zlib.decompressobj(wbits=31), offset, [], 0, None
         try:
             out.append(member.decompress(pending))
         except zlib.error as e:
             raise CorruptWarc("corrupt", f"corrupt gzip member at byte {start:,} ({e})") from None
+        size += len(out[-1])
+        record = record or _record_frame(b"".join(out), start)
+        if record and size > sum(record) + HEADER_MAX:
+            raise _one_stream(start)
         if member.eof:
             offset += len(pending) - len(member.unused_data)
             pending, member = member.unused_data, None
@@ -180,7 +188,7 @@ def _plain_records(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
             return
         if not head.endswith(b"\r\n\r\n"):
             raise _truncated(offset, start)
-        length = _content_length(head, start)
+        length = _record_frame(head, start)[1]
         block = f.read(length)
         offset += len(block)
         if len(block) < length:
@@ -188,29 +196,40 @@ def _plain_records(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
         yield start, offset, head + block
 
 
+def _record_frame(data: bytes, start: int) -> tuple[int, int] | None:
+    """(header bytes, declared block bytes) of the record `data` begins, or None while its header is
+    incomplete; CorruptWarc for bytes that begin no WARC record."""
+    if not data.startswith(b"WARC/"[:len(data)]):
+        raise CorruptWarc("not_warc", f"not a WARC file: it starts {data[:16]!r}") if start == 0 else CorruptWarc(
+            "corrupt", f"the record at byte {start:,} starts {data[:16]!r}, not WARC/")
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        if len(data) > HEADER_MAX:
+            raise CorruptWarc("corrupt", f"the record at byte {start:,} has no end to its header")
+        return None
+    if not (m := _CONTENT_LENGTH.search(data[:end])):
+        raise CorruptWarc("corrupt", f"the record at byte {start:,} has no Content-Length")
+    return end + 4, int(m.group(1))
+
+
+def _check_record(data: bytes, start: int) -> None:
+    """One record, whole: a WARC header, as many bytes as its Content-Length declares, then nothing
+    but the blank lines that end it."""
+    if (frame := _record_frame(data, start)) is None:
+        raise CorruptWarc("corrupt", f"the record at byte {start:,} ends inside its header")
+    head, length = frame
+    if len(data) - head < length:
+        raise CorruptWarc("corrupt", f"the record at byte {start:,} declares {length:,} bytes and holds {len(data) - head:,}")
+    if data[head + length:].strip():
+        raise _one_stream(start)
+
+
 def _truncated(offset: int, start: int) -> CorruptWarc:
     return CorruptWarc("truncated", f"truncated at byte {offset:,}, inside the record that starts at byte {start:,}")
 
 
-def _content_length(head: bytes, start: int) -> int:
-    if not (m := _CONTENT_LENGTH.search(head)):
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} has no Content-Length")
-    return int(m.group(1))
-
-
-def _check_record(data: bytes, start: int) -> None:
-    """One record, whole: a WARC header and as many bytes as its Content-Length declares, then
-    nothing but the blank lines that end it."""
-    if not data.startswith(b"WARC/"):
-        raise CorruptWarc("not_warc" if start == 0 else "corrupt",
-                          f"{'not a WARC file: ' if start == 0 else ''}the record at byte {start:,} starts {data[:16]!r}")
-    head, _, block = data.partition(b"\r\n\r\n")
-    length = _content_length(head, start)
-    if len(block) < length:
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} declares {length:,} bytes and holds {len(block):,}")
-    if block[length:].strip():
-        raise CorruptWarc("corrupt", f"the gzip member at byte {start:,} holds more than one record (one gzip stream for "
-                                     "the whole file: `warcio recompress` writes a member per record)")
+def _one_stream(start: int) -> CorruptWarc:
+    return CorruptWarc("one_stream", f"the gzip member at byte {start:,} holds more than one record")
 
 
 def parse_record(data: bytes, start: int):
