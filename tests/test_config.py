@@ -84,6 +84,22 @@ def test_two_input_sources_are_refused(tmp_path):
         load_experiment(write(tmp_path, data))
 
 
+@pytest.mark.parametrize("inputs, message", [
+    ({"warc": ["http://a.example/x.warc.gz", "LOCAL"]}, r"inputs: warc: give local paths or URLs, not both"),
+    ({"warc": ["http://a.example/x.warc.gz", "http://b.example/y.warc.gz"]}, r"URLs of one scheme and host .*b\.example"),
+    ({"warc": ["s3://bucket/*.warc.gz"]}, r"'s3://bucket/\*\.warc\.gz': URLs are read as given, not expanded"),
+    ({"sample": {}, "on_corrupt": "ignore"}, r"inputs\.on_corrupt: Input should be 'fail' or 'skip'"),
+    ({"sample": {}, "retries": {"attempts": -1}}, r"inputs\.retries\.attempts: Input should be greater than or equal to 0"),
+])
+def test_how_input_files_are_read_is_checked_at_load(tmp_path, inputs, message):
+    data = minimal(tmp_path)
+    (tmp_path / "local.warc.gz").write_bytes(b"")
+    data["inputs"] = {k: [str(tmp_path / "local.warc.gz") if p == "LOCAL" else p for p in v] if k == "warc" else v
+                      for k, v in inputs.items()}
+    with pytest.raises(ConfigError, match=message):
+        load_experiment(write(tmp_path, data))
+
+
 def test_missing_local_model_folder_is_named(tmp_path):
     data = minimal(tmp_path)
     data["arms"]["dripper"] = {"extractor": "dripper", "labeler": {"kind": "vllm", "model": "./no/such/model"}}
