@@ -156,7 +156,7 @@ def print_summaries(summaries: list[dict]) -> None:
 def files_cell(files: dict) -> str:
     """An arm's input files in a table cell: how many by outcome, the retries."""
     outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(files["outcomes"].items()))
-    return f"{outcomes or '-'}" + (f"; {files['retries']:,} retries" if files["retries"] else "")
+    return (outcomes or "-") + (f"; {files['retries']:,} retries" if files["retries"] else "")
 
 
 def main(argv: list[str] | None = None) -> int:
