@@ -12,8 +12,6 @@ from datatrove.pipeline.writers import JsonlWriter
 
 from configs.base import Resources
 
-ONE_TASK = Resources(tasks=1, workers=1)
-
 
 def label(name: str, arm: str | None = None) -> str:
     """A stage's name in logs, Slurm job names and `needs`: `<name>-<arm>`, or `<name>` for a stage
@@ -29,13 +27,16 @@ class Stage:
     resources: Resources
     logs: Path
     needs: list[str] = field(default_factory=list)  # labels of the stages it waits for
-    tasks: int | None = None  # default: resources.tasks
     one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
     part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
 
     @property
     def label(self) -> str:
         return label(self.name, self.arm)
+
+    @property
+    def tasks(self) -> int:
+        return self.resources.tasks
 
     @property
     def part_label(self) -> str:

@@ -80,18 +80,19 @@ class Sha256FindDuplicates(PipelineStep):
         self.signatures_folder = get_datafolder(signatures_folder)
         self.output_folder = get_datafolder(output_folder)
 
-    def _read(self, path: str):
+    def _signatures(self, path: str):
+        """(digest, shard, position) of every document in one signature file, in digest order."""
+        shard = int(path.rsplit("/", 1)[-1].removesuffix(".sigs"))
         with self.signatures_folder.open(path, "rb") as f:
-            return np.frombuffer(f.read(), dtype=SIG_DTYPE)
+            sigs = np.frombuffer(f.read(), dtype=SIG_DTYPE)
+        for s in sigs:
+            yield bytes(s["hash"]).ljust(32, b"\0"), shard, int(s["doc"])
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
         files = self.signatures_folder.list_files(subdirectory=f"{rank:04d}", glob_pattern="*.sigs")
-        # (digest, shard, position): the first of equal digests is the lowest shard, then position
-        streams = []
-        for path in files:
-            shard = int(path.rsplit("/", 1)[-1].removesuffix(".sigs"))
-            sigs = self._read(path)
-            streams.append(((bytes(s["hash"]).ljust(32, b"\0"), shard, int(s["doc"])) for s in sigs))
+        # the first of equal digests is the lowest shard, then position; each stream is a generator
+        # of its own (a generator expression in this loop would read the loop's last shard)
+        streams = [self._signatures(path) for path in files]
         duplicates: dict[int, list[int]] = {}
         last = None
         with self.track_time():
