@@ -121,7 +121,8 @@ def test_a_filter_fails_when_its_documents_are_not_those_of_its_signatures(tmp_p
     list(DocumentsRead(str(tmp_path), check=False).run(iter(docs), rank=0))
     assert len(list(DocumentsRead(str(tmp_path), check=True).run(iter(docs), rank=0))) == len(docs)
     n = len(docs)
-    with pytest.raises(PositionsChanged, match=rf"task 0 read {n - 1} documents where its dedup signatures were computed from {n}"):
+    with pytest.raises(PositionsChanged, match=rf"task 0 read {n - 1} documents where its dedup signatures were computed "
+                                               rf"from {n}"):
         list(DocumentsRead(str(tmp_path), check=True).run(iter(docs[1:]), rank=0))
     with pytest.raises(PositionsChanged, match="but not those"):
         list(DocumentsRead(str(tmp_path), check=True).run(iter(docs[1:] + docs[:1]), rank=0))
