@@ -4,6 +4,7 @@ stages. The flow (corpus.flow) orders and runs them."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,12 @@ class Stage:
     @property
     def part_label(self) -> str:
         return label(self.part or self.name, self.arm)
+
+
+def record_hash(record_id: str) -> int:
+    """A record's 64-bit hash, the same in every arm and task: which copy of a duplicate the
+    dedups keep, and the order of the budget's draw (with its seed)."""
+    return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8).digest(), "little")
 
 
 def documents_reader(folder: Path) -> JsonlReader:

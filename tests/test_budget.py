@@ -8,7 +8,8 @@ from datatrove.data import Document
 
 import corpus.tokens.budget as budget
 from conftest import make_config
-from corpus.tokens.budget import DocumentKeys, TokenBudget, draw_keys, histogram, id_hash, token_shards
+from corpus.stage import record_hash
+from corpus.tokens.budget import DocumentKeys, TokenBudget, draw_keys, histogram, token_shards
 
 ARM = "a"
 
@@ -41,7 +42,7 @@ def write_shards(config, docs: list[tuple[str, np.ndarray]], shards: int) -> Non
 
 def brute_force(docs, tokens: int, seed: int) -> tuple[dict[str, int], str]:
     """Tokens taken of each selected record, and the record cut short."""
-    keys = draw_keys(np.array([id_hash(i) for i, _ in docs], dtype=np.uint64), seed)
+    keys = draw_keys(np.array([record_hash(i) for i, _ in docs], dtype=np.uint64), seed)
     taken, total = {}, 0
     for k in np.argsort(keys, kind="stable"):
         record, doc = docs[k]
@@ -82,7 +83,7 @@ def test_the_cut_is_the_brute_force_cut_whatever_the_sharding(tmp_path, sample_d
 
 
 def test_the_draw_prefers_the_same_records_in_every_arm_and_changes_with_the_seed():
-    hashes = np.array([id_hash(f"r{i}") for i in range(1000)], dtype=np.uint64)
+    hashes = np.array([record_hash(f"r{i}") for i in range(1000)], dtype=np.uint64)
     assert np.array_equal(draw_keys(hashes, 1), draw_keys(hashes.copy(), 1))
     assert np.corrcoef(np.argsort(draw_keys(hashes, 1)), np.argsort(draw_keys(hashes, 2)))[0, 1] < 0.2
 

@@ -1,6 +1,7 @@
 """Both dedups over many shards and tasks, step by step, against a brute-force answer on the same
 documents: copies in the first, a middle and the last shard; more finder tasks and buckets than
-one; MinHash's bucket merge in several batches."""
+one; MinHash's bucket merge in several batches. Of every group of copies, the copy whose record
+hash is lowest is kept: the same record in every arm and with any number of tasks."""
 
 import random
 
@@ -18,6 +19,7 @@ from corpus.postprocess.exact_dedup import (
 from corpus.postprocess.minhash import MinhashBuckets, MinhashClusters, SnapshotTags, snapshot_tag
 from corpus.postprocess.positions import DocumentsRead, PositionsChanged
 from corpus.sample.text import Prose
+from corpus.stage import record_hash
 
 SHARDS = 8
 SNAPSHOTS = ["crawl-data/CC-MAIN-2024-10/segments/1/warc/a.warc.gz", "crawl-data/CC-MAIN-2024-18/segments/1/warc/b.warc.gz"]
@@ -50,12 +52,14 @@ def kept_ids(shards, step_for_shard) -> set[str]:
     return {doc.id for rank, docs in enumerate(shards) for doc in step_for_shard(rank).run(iter(docs), rank, len(shards))}
 
 
-def test_exact_dedup_keeps_the_first_of_every_text_whatever_shard_its_copies_are_in(tmp_path):
+def test_exact_dedup_keeps_one_copy_of_every_text_whatever_shard_its_copies_are_in(tmp_path):
     shards = corpus()
-    first: dict[str, str] = {}  # brute force: the first occurrence by (shard, position)
+    first: dict[str, str] = {}  # brute force: of equal texts, the lowest record hash
     for docs in shards:
         for doc in docs:
-            first.setdefault(normalised_text(doc.text), doc.id)
+            text = normalised_text(doc.text)
+            if text not in first or record_hash(doc.id) < record_hash(first[text]):
+                first[text] = doc.id
     finder_tasks = 3
     for rank, docs in enumerate(shards):
         Sha256DedupSignature(str(tmp_path / "sigs"), finder_tasks).run(iter(docs), rank, SHARDS)
@@ -68,20 +72,23 @@ def test_exact_dedup_keeps_the_first_of_every_text_whatever_shard_its_copies_are
 
 def minhash_kept(shards, folder, config: MinhashConfig, by_snapshot: bool, batch_files: int) -> set[str]:
     for rank, docs in enumerate(shards):
-        tagged = SnapshotTags(str(folder / "tags")).run(iter(docs), rank) if by_snapshot else iter(docs)
+        read = DocumentsRead(str(folder / "read"), check=False).run(iter(docs), rank)
+        tagged = SnapshotTags(str(folder / "tags")).run(read, rank) if by_snapshot else read
         MinhashDedupSignature(str(folder / "sigs"), config=config).run(tagged, rank, SHARDS)
     for bucket in range(config.num_buckets):
         MinhashBuckets(str(folder / "sigs"), str(folder / "buckets"), config,
                        tags_folder=str(folder / "tags") if by_snapshot else None, batch_files=batch_files).run(rank=bucket)
-    MinhashClusters(str(folder / "buckets"), str(folder / "remove")).run()
+    MinhashClusters(str(folder / "buckets"), str(folder / "remove"), records_folder=str(folder / "read")).run()
     return kept_ids(shards, lambda rank: MinhashDedupFilter(str(folder / "remove")))
 
 
 def brute_force_minhash(shards, config: MinhashConfig, by_snapshot: bool) -> set[str]:
-    """Documents equal in any bucket's hashes (and snapshot) are one cluster; its lowest (shard,
-    position) is kept."""
+    """Documents equal in any bucket's hashes (and snapshot) are one cluster; its document of the
+    lowest record hash is kept."""
     signer = MinhashDedupSignature("unused", config=config)
     parent: dict[tuple[int, int], tuple[int, int]] = {}
+    rank = {(shard, position): (record_hash(doc.id), shard, position)
+            for shard, docs in enumerate(shards) for position, doc in enumerate(docs)}
 
     def root(x):
         while parent.setdefault(x, x) != x:
@@ -98,8 +105,9 @@ def brute_force_minhash(shards, config: MinhashConfig, by_snapshot: bool) -> set
             for bucket, hashes in enumerate(signer.get_signature(shingles)):
                 key = (bucket, tag, tuple(hashes))
                 if key in seen:
-                    a, b = root(seen[key]), root((shard, position))
-                    parent[max(a, b)] = min(a, b)
+                    a, b = sorted((root(seen[key]), root((shard, position))), key=rank.get)
+                    if a != b:
+                        parent[b] = a
                 else:
                     seen[key] = (shard, position)
     return {doc.id for shard, docs in enumerate(shards) for position, doc in enumerate(docs)

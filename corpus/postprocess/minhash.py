@@ -8,8 +8,10 @@ the filter by position, are datatrove's):
   Common Crawl snapshot are compared (FineWeb's choice); `global` compares every pair.
 - `MinhashClusters` joins the pairs into clusters by connected components over arrays, one bucket
   file at a time (~25 bytes per clustered document, where datatrove's dict union-find holds ~190),
-  keeps in each cluster the document at the lowest (shard, position), the same rule in every arm,
-  and writes the removals one shard at a time (datatrove's keeps a file open per shard).
+  keeps in each cluster the document whose record hash is lowest (the same record in every arm,
+  whatever the number of tasks; the hashes are those the signature stage recorded by position,
+  corpus.postprocess.positions), and writes the removals one shard at a time (datatrove's keeps a
+  file open per shard).
 - `SnapshotTags` (scope `snapshot`) records each document's snapshot, by position, beside the
   signatures.
 """
@@ -26,6 +28,8 @@ from datatrove.data import DocumentsPipeline
 from datatrove.io import DataFolderLike, get_datafolder
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.dedup.minhash import MinhashConfig
+
+from corpus.postprocess.positions import record_hashes
 
 SNAPSHOT = re.compile(r"CC-MAIN-\d{4}-\d{2}")
 PAIR = struct.Struct("<4I")  # (shard, position, shard, position): datatrove's .dups format
@@ -141,12 +145,22 @@ class MinhashClusters(PipelineStep):
     """One task: clusters of the duplicate pairs of every bucket, and the positions to remove."""
 
     type = "🫂 - DEDUP"
-    name = "🎯 MinHash clusters (lowest position kept)"
+    name = "🎯 MinHash clusters (lowest record hash kept)"
 
-    def __init__(self, input_folder: DataFolderLike, output_folder: DataFolderLike):
+    def __init__(self, input_folder: DataFolderLike, output_folder: DataFolderLike, records_folder: DataFolderLike):
         super().__init__()
         self.input_folder = get_datafolder(input_folder)
         self.output_folder = get_datafolder(output_folder)
+        self.records_folder = get_datafolder(records_folder)
+
+    def _record_hashes(self, nodes: np.ndarray) -> np.ndarray:
+        """The record hash of every node, one shard's recorded hashes at a time."""
+        shards = (nodes >> np.uint64(32)).astype(np.int64)
+        out = np.empty(len(nodes), dtype=np.uint64)
+        for start, end in zip(*_runs(shards), strict=True):
+            positions = (nodes[start:end] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            out[start:end] = record_hashes(self.records_folder, int(shards[start]))[positions]
+        return out
 
     def _pairs(self, path: str) -> tuple[np.ndarray, np.ndarray]:
         """The (shard << 32 | position) of both documents of every pair in a `.dups` file."""
@@ -174,8 +188,9 @@ class MinhashClusters(PipelineStep):
                 graph = coo_matrix((np.ones(len(left), dtype=np.int8), (left, right)), shape=(n, n))
                 _, components = connected_components(graph, directed=False)
                 labels = components[labels]
-            # nodes are sorted: a component's first node is its lowest (shard, position), kept
-            _, first = np.unique(labels, return_index=True)
+            # each component keeps its node of the lowest record hash (then the lowest position)
+            order = np.lexsort((np.arange(n), self._record_hashes(nodes), labels))
+            first = order[np.concatenate([[True], labels[order][1:] != labels[order][:-1]])] if n else order
             removed = np.ones(n, dtype=bool)
             removed[first] = False
             removals = nodes[removed]

@@ -75,7 +75,7 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
                            tags_folder=str(near / "tags") if by_snapshot else None, batch_files=post.minhash.batch_files),
         ], [label("minhash-signatures", arm)], global_resources(post.minhash.buckets_resources, minhash.num_buckets)),
         stage("minhash-cluster", [
-            MinhashClusters(str(near / "buckets"), str(near / "remove_ids")),
+            MinhashClusters(str(near / "buckets"), str(near / "remove_ids"), records_folder=str(near / "read")),
         ], [label("minhash-buckets", arm)], global_resources(post.minhash.cluster_resources, 1)),
         stage(MINHASH_FILTER_STAGE, [
             documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=True),

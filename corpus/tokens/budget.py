@@ -37,6 +37,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from configs.experiment import ExperimentConfig
 from corpus.shims import write_megatron_index
+from corpus.stage import record_hash
 from corpus.tokens.tokenizer import tokenizer_sha256
 
 SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
@@ -44,11 +45,6 @@ SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
 
 class BudgetError(ValueError):
     """An arm has fewer tokens than the budget."""
-
-
-def id_hash(record_id: str) -> int:
-    """A record's 64-bit hash, the same in every arm and task."""
-    return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8).digest(), "little")
 
 
 def draw_keys(hashes: np.ndarray, seed: int) -> np.ndarray:
@@ -83,7 +79,7 @@ class DocumentKeys(PipelineStep):
         with self.output_folder.open(f"{prefix}.ids.gz", "wt", compression="gzip") as ids:
             for doc in data:
                 ids.write(f"{doc.id}\n")
-                hashes.append(id_hash(str(doc.id)))
+                hashes.append(record_hash(str(doc.id)))
                 yield doc
         with self.output_folder.open(f"{prefix}.keys", "wb") as f:
             f.write(np.array(hashes, dtype="<u8").tobytes())
