@@ -7,6 +7,8 @@ filter has documents it must remove, and the rest must survive to the Megatron d
 import gzip
 import json
 import random
+import shutil
+import time
 
 import pytest
 from pydantic import ValidationError
@@ -14,10 +16,11 @@ from pydantic import ValidationError
 from configs.experiment import ExperimentConfig
 from conftest import make_config
 from corpus.accounting.ledger import arm_ledger, overlap
-from corpus.flow.execute import run_local
+from corpus.flow.execute import forget_what_depends_on_reruns, run_local
 from corpus.flow.stages import corpus_stages
 from corpus.postprocess.exact_dedup import normalised_text
-from corpus.postprocess.steps import filter_steps
+from corpus.postprocess.positions import PositionsChanged
+from corpus.postprocess.steps import FILTER_STAGE, filter_steps
 from corpus.read.inputs import resolve_inputs
 from corpus.sample.text import Prose
 from corpus.tokens.budget import BudgetError, check_budget, manifest_path
@@ -174,3 +177,33 @@ def test_budget_fails_clearly_when_an_arm_is_short(tmp_path, sample_dir):
     message = str(err.value)
     assert "b: 8,000 tokens in 30 documents" in message and "at most 8,000" in message
     check_budget(config, {"a": (12_000, 40), "b": (10_000, 30)})  # exactly enough is enough
+
+
+def test_a_rerun_stage_reruns_what_is_built_on_it_and_a_filter_refuses_changed_documents(tmp_path, sample_dir):
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", ARMS, postprocess={
+        "resources": {"tasks": 2}, "minhash": {"num_buckets": 2, "hashes_per_bucket": 4}})
+    shards, _ = constructed_documents()
+    for arm in config.arms:
+        write_extraction_output(config, arm, shards)
+        for rank in range(config.arms[arm].resources.tasks):  # the hand-made extraction counts as done
+            (config.arm_dir(arm) / "logs" / "completions").mkdir(parents=True, exist_ok=True)
+            (config.arm_dir(arm) / "logs" / "completions" / f"{rank:05d}").touch()
+    stages = corpus_stages(config, *resolve_inputs(config), until="postprocess")
+    post = [s for s in stages if s.name != "extract"]
+    run_local(config, post)
+    assert forget_what_depends_on_reruns(stages) == []
+
+    # arm a's extraction re-ran after its post-processing: all of a's post-processing runs again, not b's
+    time.sleep(0.01)
+    (config.arm_dir("a") / "logs" / "completions" / "00000").touch()
+    assert forget_what_depends_on_reruns(stages) == [s.label for s in post if s.arm == "a"]
+    run_local(config, post)
+
+    # b's documents changed behind the flow's back: its dedup filter refuses them
+    first = config.arm_dir("b") / "output" / "00000.jsonl.gz"
+    lines = gzip.open(first, "rt").read().splitlines()
+    with gzip.open(first, "wt") as f:
+        f.write("\n".join(lines[1:]) + "\n")
+    shutil.rmtree(config.post_dir("b") / "logs" / FILTER_STAGE / "completions")
+    with pytest.raises(PositionsChanged, match=rf"task 0 read {len(lines) - 1} documents where its dedup signatures"):
+        run_local(config, [s for s in post if s.label == f"{FILTER_STAGE}-b"])
