@@ -44,6 +44,11 @@ class Stage:
         return label(self.part or self.name, self.arm)
 
 
+def unfinished_tasks(logs: Path, tasks: int) -> list[int]:
+    """The tasks of a stage (its datatrove logging folder) without their completion marker."""
+    return [rank for rank in range(tasks) if not (logs / "completions" / f"{rank:05d}").is_file()]
+
+
 def record_hash(record_id: str) -> int:
     """A record's 64-bit hash, the same in every arm and task: which copy of a duplicate the
     dedups keep, and the order of the budget's draw (with its seed)."""

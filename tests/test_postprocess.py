@@ -23,6 +23,7 @@ from corpus.postprocess.positions import PositionsChanged
 from corpus.postprocess.steps import FILTER_STAGE, filter_steps
 from corpus.read.inputs import resolve_inputs
 from corpus.sample.text import Prose
+from corpus.stage import record_hash
 from corpus.tokens.budget import BudgetError, check_budget, manifest_path
 
 ARMS = {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}}
@@ -38,8 +39,9 @@ def constructed_documents() -> tuple[list[list[dict]], dict[str, str]]:
     keep = [{"id": f"keep-{i}", "text": article(i), "url": f"https://news.example.com/{i}"} for i in range(24)]
     near = keep[1]["text"].replace("\n\n", "\n\nIn short, ", 1) + "\n\nThis story was first published elsewhere."
     special = [
-        # the same text as keep-0 up to case and layout, in the other shard: an exact duplicate
-        {"id": "exact-dup", "text": "  " + keep[0]["text"].upper().replace("\n\n", "\n \n"), "url": "https://m.example.com/0"},
+        # the same text as keep-0 up to case and layout, in the other shard: an exact duplicate (of
+        # copies the lowest record hash is kept: see test_the_copies_dropped_are_those_of_the_higher_record_hash)
+        {"id": "exact-copy", "text": "  " + keep[0]["text"].upper().replace("\n\n", "\n \n"), "url": "https://m.example.com/0"},
         {"id": "near-dup", "text": near, "url": "https://copy.example.com/1"},
         {"id": "german", "text": "Die Stadtverwaltung hat heute bekannt gegeben, dass die neue Brücke über den Fluss "
          "im kommenden Frühjahr eröffnet wird. " * 8, "url": "https://zeitung.example.com/1"},
@@ -49,7 +51,7 @@ def constructed_documents() -> tuple[list[list[dict]], dict[str, str]]:
         {"id": "keyword", "text": article(101) + "\n\nIt mentions the forbidden phrase once.", "url": "https://news.example.com/k"},
     ]
     shards = [keep[:12] + special[1:], keep[12:] + special[:1]]
-    fate = {"exact-dup": "exact_dedup", "near-dup": "minhash", "german": "language", "short": "gopher_quality",
+    fate = {"exact-copy": "exact_dedup", "near-dup": "minhash", "german": "language", "short": "gopher_quality",
             "repetitive": "gopher_repetition", "blocked": "url_blocklist", "keyword": "keyword_blocklist"}
     return shards, fate
 
@@ -105,6 +107,10 @@ def test_each_filter_removes_what_it_should(processed):
     for step, reason in (("exact_dedup", "exact_duplicate"), ("minhash", "near_duplicate"), ("language", "language")):
         removed = [json.loads(line) for path in (post / "removed" / step).glob("*.gz") for line in gzip.open(path, "rt")]
         assert {r["metadata"]["filter_reason"] for r in removed} == {reason}
+
+
+def test_the_copies_dropped_are_those_of_the_higher_record_hash():
+    assert record_hash("exact-copy") > record_hash("keep-0") and record_hash("near-dup") > record_hash("keep-1")
 
 
 def test_exact_dedup_normalises_case_unicode_and_layout():
