@@ -382,6 +382,9 @@ class PlanConfig(StrictModel):
     gpu_peak_flops: float = Field(989e12, gt=0)
     training_mfu: float = Field(0.40, gt=0, le=1)
     evaluation_gpu_hours_per_checkpoint: float = Field(0.5, gt=0)  # the 13 benchmarks, full test sets
+    # documents in a near-duplicate pair at full scale (what MinHash's clustering holds), where a
+    # pilot's few files see only the pairs within them: the larger of this and the pilot's is used
+    near_duplicate_share: float = Field(0.5, gt=0, le=1)
 
 
 # ---------------------------------------------------------------- experiment
