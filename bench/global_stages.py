@@ -31,7 +31,7 @@ SIZES = {"exact-find": (200_000, 1_000_000), "minhash-buckets": (100_000, 500_00
          "minhash-cluster": (200_000, 1_000_000), "budget": (20_000, 100_000), "tokenizer": (1_000_000, 4_000_000)}
 # what one unit of the size is, for memory and for time: the budget holds one of its 20 token shards at
 # a time and copies every selected token (documents of 20-600 tokens, 309.5 on average)
-MEMORY_UNIT = {"budget": ("document of one shard", 1 / 20), "tokenizer": ("character", 1)}
+MEMORY_UNIT = {"budget": ("token of one shard", 309.5 / 20), "tokenizer": ("character", 1)}
 TIME_UNIT = {"budget": ("token", 309.5), "tokenizer": ("character", 1)}
 
 
@@ -167,12 +167,13 @@ def measure(stage: str, work: Path, n: int, queue) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the sizes (smaller: quicker, noisier)")
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
     parser.add_argument("--out", type=Path, default=Path("bench/results/global_stages.json"))
     args = parser.parse_args()
     ctx = mp.get_context("spawn")
     results = {}
-    print(f"{'stage':18s} {'memory':>34s} {'CPU time':>21s} (sizes)")
-    for stage in STAGES:
+    print(f"{'stage':18s} {'memory':>31s} {'CPU time':>21s} (sizes)")
+    for stage in args.stages:
         runs = []
         for n in (int(size * args.scale) for size in SIZES[stage]):
             with tempfile.TemporaryDirectory() as tmp:
@@ -193,7 +194,7 @@ def main() -> None:
                           "bytes_per_unit": (grown[1] - grown[0]) / (dn * per_memory),
                           "cpu_seconds_per_unit": (b["cpu_seconds"] - a["cpu_seconds"]) / (dn * per_time)}
         r = results[stage]
-        print(f"{stage:18s} {r['bytes_per_unit']:9.1f} B/{memory_unit:22s} "
+        print(f"{stage:18s} {r['bytes_per_unit']:9.1f} B/{memory_unit:19s} "
               f"{1e6 * r['cpu_seconds_per_unit']:8.3f} µs/{time_unit:9s} ({a['n']:,} → {b['n']:,})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

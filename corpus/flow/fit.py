@@ -21,14 +21,14 @@ MINHASH = output_step().title  # the ledger row of the documents MinHash sees
 
 GB = 2**30
 BASE_GB = 1.0  # what a task holds before its documents: interpreter, libraries, buffers
-# Peak memory per unit (`python -m bench.global_stages`, its slopes rounded up; README, "Running at
-# scale"): a document of the stage's input (exact-find: of its hash range; minhash-buckets: of one
-# batch of signature files; minhash-cluster: in a near-duplicate pair; budget: of one token shard),
-# a character of the tokenizer's sample.
-BYTES_PER_UNIT = {"exact-find": 70, "minhash-buckets": 140, "minhash-cluster": 200, "budget": 60, "tokenizer": 8}
-# CPU seconds per unit of the stages a pilot does not run (the same bench): the budget per token
-# (it copies every selected token), the tokenizer per character.
-SECONDS_PER_UNIT = {"budget": 2e-8, "tokenizer": 2e-6}
+# Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 22 and 0.4 bytes, rounded up
+# ~1.5x; README, "Running at scale"): a document of the stage's input (exact-find: of its hash range;
+# minhash-buckets: of one batch of signature files; minhash-cluster: in a near-duplicate pair), a
+# token of one shard (budget), a character of the sample (tokenizer).
+BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 35, "tokenizer": 1}
+# CPU seconds per unit of the stages a pilot does not run (the same bench: 0.006 µs a token the
+# budget copies, 0.03 µs a character of the tokenizer's sample, rounded up).
+SECONDS_PER_UNIT = {"budget": 1e-8, "tokenizer": 5e-8}
 OPEN_FILES = 1024  # a common soft limit (ulimit -n)
 
 
@@ -43,12 +43,12 @@ def projected_arm(config: ExperimentConfig, pilot_arm: dict, input_files: int) -
     files = pilot_arm["files"]
     extracted = input_files * sum(f["stages"][0]["documents_out"] for f in files) / len(files)
     near = input_files * per_file(pilot_arm, MINHASH)
-    final = input_files * sum(f["documents"] for f in files) / len(files)
+    final_tokens = input_files * sum(f["tokens"] for f in files) / len(files)
     pilot_near = sum(next(r for r in f["stages"] if r["stage"] == MINHASH)["documents_in"] for f in files)
     cpu = pilot_arm["stage_cpu_seconds"]
     pilot_extracted = sum(f["stages"][0]["documents_out"] for f in files)
     share = max(pilot_arm["clustered"] / max(pilot_near, 1), config.plan.near_duplicate_share)
-    return {"extracted": extracted, "near": near, "final": final, "clustered": share * near,
+    return {"extracted": extracted, "near": near, "final_tokens": final_tokens, "clustered": share * near,
             "clustered_share": share,
             "seconds_per_document": {"exact-find": cpu.get("exact-find", 0.0) / max(pilot_extracted, 1),
                                      "minhash-buckets": cpu.get("minhash-buckets", 0.0) / max(pilot_near, 1),
@@ -61,7 +61,7 @@ def global_stage_needs(config: ExperimentConfig, pilot: dict, input_files: int) 
     resources configured for it, and whether they hold it."""
     post = config.postprocess
     arms = [projected_arm(config, pilot_arm, input_files) for pilot_arm in pilot["arms"].values()]
-    biggest = {k: max(a[k] for a in arms) for k in ("extracted", "near", "final", "clustered")}
+    biggest = {k: max(a[k] for a in arms) for k in ("extracted", "near", "final_tokens", "clustered")}
     seconds = {stage: max(a["seconds_per_document"][stage] for a in arms) for stage in arms[0]["seconds_per_document"]}
     per_signature_file = biggest["near"] / post.resources.tasks
     rows = [
@@ -82,8 +82,8 @@ def global_stage_needs(config: ExperimentConfig, pilot: dict, input_files: int) 
                          "tokenizer.resources", "characters of its sample"))
     if config.dataset is not None:
         tokens = config.dataset.tokens_per_arm * len(config.arms)  # every arm's selected tokens, copied
-        rows.append(_row("budget", 1, biggest["final"] / post.resources.tasks, SECONDS_PER_UNIT["budget"] * tokens,
-                         config.dataset.resources, "dataset.resources", "documents of one token shard"))
+        rows.append(_row("budget", 1, biggest["final_tokens"] / post.resources.tasks, SECONDS_PER_UNIT["budget"] * tokens,
+                         config.dataset.resources, "dataset.resources", "tokens of one token shard"))
     return rows
 
 
