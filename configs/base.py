@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ConfigError(ValueError):
@@ -15,21 +16,46 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Resources(StrictModel):
-    """How many datatrove tasks a stage runs, and where.
+class TaskResources(StrictModel):
+    """Where each task of a stage runs on Slurm (ignored by the local executor)."""
 
-    `tasks` splits the input files; `workers` is how many run at once (local processes, or the
-    Slurm array's parallelism). The Slurm fields are ignored by the local executor.
-    """
-
-    tasks: int = Field(1, ge=1)
-    workers: int = Field(1, ge=1)
     partition: str = "cpu"
     cpus_per_task: int = Field(1, ge=1)
     mem_per_cpu_gb: int = Field(2, ge=1)
     gpus_per_task: int = Field(0, ge=0)
     time: str = "04:00:00"
     qos: str = "normal"
+
+    @field_validator("time")
+    @classmethod
+    def _slurm_time(cls, value: str) -> str:
+        if not re.fullmatch(r"(\d+-)?\d+:\d{2}:\d{2}", value):
+            raise ValueError(f"time {value!r}: give [days-]hours:minutes:seconds, e.g. 04:00:00 or 2-00:00:00")
+        return value
+
+    @property
+    def mem_gb(self) -> int:
+        return self.cpus_per_task * self.mem_per_cpu_gb
+
+    @property
+    def hours(self) -> float:
+        """`time` ([days-]hh:mm:ss, Slurm's format) in hours."""
+        days, _, clock = self.time.rpartition("-")
+        parts = [int(p) for p in clock.split(":")]
+        while len(parts) < 3:
+            parts.append(0)
+        return 24 * int(days or 0) + parts[0] + parts[1] / 60 + parts[2] / 3600
+
+
+class Resources(TaskResources):
+    """How many datatrove tasks a stage runs, and where.
+
+    `tasks` splits the input files; `workers` is how many run at once (local processes, or the
+    Slurm array's parallelism).
+    """
+
+    tasks: int = Field(1, ge=1)
+    workers: int = Field(1, ge=1)
 
 
 def require_model_folder(value: str, marker: str, hint: str) -> str:

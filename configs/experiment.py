@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from configs.base import ConfigError, Resources, StrictModel
+from configs.base import ConfigError, Resources, StrictModel, TaskResources
 from configs.model import ModelConfig, named_model
 from corpus.extractors import KINDS, ExtractorArm, GoldArm, kind_name
 from corpus.read.reference import ReferenceArm
@@ -111,6 +111,8 @@ class ExecutorConfig(StrictModel):
     # Slurm only: a command run before each task (e.g. `source .venv/bin/activate`).
     env_command: str | None = None
     job_name_prefix: str = "xsuite"
+    # Slurm's MaxArraySize (1001 by default): a stage of more tasks is submitted as several arrays
+    max_array_size: int = Field(1001, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -145,6 +147,9 @@ class ExactDedupOptions(StrictModel):
     """SHA-256 of the normalised text; the first occurrence (by task, then position) is kept."""
 
     finder_tasks: int = Field(1, ge=1)  # hash-range shards of the find-duplicates stage
+    # each finder task holds its hash range's signatures (~40 bytes a document): 1.2e9 documents
+    # over 64 tasks fit 8 GB
+    find_resources: TaskResources = TaskResources(mem_per_cpu_gb=8)
 
 
 class LanguageOptions(StrictModel):
@@ -229,6 +234,13 @@ class MinhashOptions(StrictModel):
     num_buckets: int = Field(14, ge=1)
     hashes_per_bucket: int = Field(8, ge=1)
     seed: int = 1
+    # which documents are compared: those of one Common Crawl snapshot (FineWeb's choice: a
+    # cluster is a snapshot's) or every document with every other
+    scope: Literal["snapshot", "global"] = "snapshot"
+    # signature files a bucket task sorts together in memory before its one merge pass
+    batch_files: int = Field(512, ge=1)
+    buckets_resources: TaskResources = TaskResources(mem_per_cpu_gb=8, time="24:00:00")
+    cluster_resources: TaskResources = TaskResources(mem_per_cpu_gb=64, time="24:00:00")
 
 
 class PostprocessConfig(StrictModel):
@@ -261,6 +273,7 @@ class TokenizerConfig(StrictModel):
     vocab_size: int = Field(8000, ge=384)  # 256 byte-fallback pieces + specials + merges
     sample_chars_per_arm: int = Field(2_000_000, ge=1000)
     seed: int = 0
+    resources: TaskResources = TaskResources(mem_per_cpu_gb=16)
 
     @model_validator(mode="after")
     def _options_of_the_kind(self) -> TokenizerConfig:
@@ -279,11 +292,14 @@ class TokenizerConfig(StrictModel):
 
 
 class DatasetConfig(StrictModel):
-    """Every arm is cut to exactly `tokens_per_arm` tokens (end-of-document tokens included) by a
-    seeded shuffle of whole documents; only the last selected document is cut short."""
+    """Every arm is cut to exactly `tokens_per_arm` tokens (end-of-document tokens included):
+    whole documents in the order of a hash of (seed, record id), so the same record is preferred
+    in every arm and the draw depends on neither the task count nor the file order; only the last
+    selected document is cut short. The budget stage reads one token shard at a time."""
 
     tokens_per_arm: int = Field(ge=1)
     seed: int = 0
+    resources: TaskResources = TaskResources(mem_per_cpu_gb=8, time="24:00:00")
 
 
 # ---------------------------------------------------------------- pretraining
@@ -392,6 +408,9 @@ class PlanConfig(StrictModel):
     gpu_peak_flops: float = Field(989e12, gt=0)
     training_mfu: float = Field(0.40, gt=0, le=1)
     evaluation_gpu_hours_per_checkpoint: float = Field(0.5, gt=0)  # the 13 benchmarks, full test sets
+    # documents in a near-duplicate pair at full scale (what MinHash's clustering holds), where a
+    # pilot's few files see only the pairs within them: the larger of this and the pilot's is used
+    near_duplicate_share: float = Field(0.5, gt=0, le=1)
 
 
 # ---------------------------------------------------------------- experiment

@@ -4,6 +4,7 @@ stages. The flow (corpus.flow) orders and runs them."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +12,6 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.base import Resources
-
-ONE_TASK = Resources(tasks=1, workers=1)
 
 
 def label(name: str, arm: str | None = None) -> str:
@@ -29,7 +28,6 @@ class Stage:
     resources: Resources
     logs: Path
     needs: list[str] = field(default_factory=list)  # labels of the stages it waits for
-    tasks: int | None = None  # default: resources.tasks
     one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
     part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
 
@@ -38,8 +36,23 @@ class Stage:
         return label(self.name, self.arm)
 
     @property
+    def tasks(self) -> int:
+        return self.resources.tasks
+
+    @property
     def part_label(self) -> str:
         return label(self.part or self.name, self.arm)
+
+
+def unfinished_tasks(logs: Path, tasks: int) -> list[int]:
+    """The tasks of a stage (its datatrove logging folder) without their completion marker."""
+    return [rank for rank in range(tasks) if not (logs / "completions" / f"{rank:05d}").is_file()]
+
+
+def record_hash(record_id: str) -> int:
+    """A record's 64-bit hash, the same in every arm and task: which copy of a duplicate the
+    dedups keep, and the order of the budget's draw (with its seed)."""
+    return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8).digest(), "little")
 
 
 def documents_reader(folder: Path) -> JsonlReader:

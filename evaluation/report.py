@@ -34,7 +34,7 @@ import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
-from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, arm_ledger, rows_by_name, summary_line
+from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, rows_by_name, summary_line
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
@@ -254,7 +254,7 @@ def extraction_context(config: ExperimentConfig, ledgers: list[dict]) -> dict:
 def build_report(config: ExperimentConfig, suite: Suite | None = None, replicates: int = BOOTSTRAP_REPLICATES) -> dict:
     suite = suite or load_suite()
     runs = load_runs(config)
-    ledgers = [arm_ledger(config, arm) for arm in config.arms]
+    arm_ledgers = ledgers(config)
     finals = final_runs(runs)
     arms = [arm for arm in config.arms if arm in finals]
     table = {}
@@ -287,7 +287,7 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, replicate
     return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
             "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
             "curves": {arm: {str(t): v for t, v in sorted(curves[arm].items())} for arm in config.arms if arm in curves},
-            "extraction": extraction_context(config, ledgers), "ledgers": ledgers,
+            "extraction": extraction_context(config, arm_ledgers), "ledgers": arm_ledgers,
             "missing": missing_pieces(config, runs, suite),
             "made_by": made_by(config)}
 

@@ -8,6 +8,7 @@ import pytest
 
 import corpus.extractors.dripper.step as dripper
 from conftest import StubCompletionsServer, make_config
+from corpus.accounting.ledger import ledgers
 from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, release_labelers
 from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
 from corpus.extractors.dripper.labelers.llm import build_llm_labeler
@@ -75,6 +76,17 @@ def test_both_arms_on_the_sample_account_for_every_record(tmp_path, sample_dir, 
         assert (config.arm_dir(summary["arm"]) / "summary.json").is_file()
     traf = next(iter(outputs["trafilatura"].values()))
     assert "Trafilatura" not in traf["text"] and traf["metadata"]["mime"] == "text/html"
+
+    # the ledger does not call the records accounted for until every stage ran, and every arm read the same records
+    unfinished = {ledger["arm"]: ledger["unfinished"] for ledger in ledgers(config)}
+    assert all(u and not any(s.startswith("extract") for s in u) for u in unfinished.values())  # post-processing has not run
+    stats = config.arm_dir("dripper") / "logs" / "stats" / "00000.json"
+    steps = json.loads(stats.read_text())
+    steps[0]["stats"]["response_records"] -= 1
+    stats.write_text(json.dumps(steps))
+    records = len(read_gold(sample_dir / "gold.jsonl"))
+    differ = {ledger["arm"]: ledger.get("records_differ") for ledger in ledgers(config)}
+    assert differ == {"trafilatura": None, "dripper": f"read {records - 1} records where trafilatura read {records} (tasks 0)"}
 
 
 def test_rerun_skips_finished_tasks(tmp_path, sample_dir):

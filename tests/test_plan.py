@@ -65,6 +65,8 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     assert len(plan["pilot"]["files"]) == 3 and all(f["balanced"] for a in plan["pilot"]["arms"].values() for f in a["files"])
     assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot"}
     assert plan["costs"]["totals"]["gpu_hours"] > 0
+    assert {n["stage"] for n in plan["global_stages"]} == {"exact-find", "minhash-buckets", "minhash-cluster", "tokenizer",
+                                                           "budget"}
 
     # the same inputs against a budget they cannot reach: plan exits 1, extract refuses
     short_path = write(tmp_path / "short.yaml", experiment(root, 5_000_000))
@@ -110,3 +112,34 @@ def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_pat
     assert dripper["wall_hours"] == pytest.approx(dripper["gpu_hours"] / 4)  # 4 tasks of one GPU at once
     assert stages[("extraction", "trafilatura")]["cpu_hours"] == pytest.approx(1000 * 2.0 / 3600)
     assert stages[("post-processing", "dripper")]["bytes"] == 1000 * 450 // 2  # pilot totals over its 2 files
+
+
+def pilot_arm(extracted: int, near: int, final: int, clustered: float, files: int = 4) -> dict:
+    """A pilot's figures for one arm: documents per file entering each ledger row, and the CPU
+    seconds per document of its whole-arm stages (those of bench.global_stages)."""
+    rows = [{"stage": "extraction", "documents_in": 30_000, "documents_out": extracted},
+            {"stage": "MinHash dedup", "documents_in": near, "documents_out": final}]
+    return {"files": [{"stages": rows, "documents": final, "tokens": final * 1_500}] * files,
+            "clustered": int(clustered * near * files),
+            "stage_cpu_seconds": {"exact-find": 3e-6 * extracted * files, "minhash-buckets": 3e-6 * near * files,
+                                  "minhash-cluster": 4e-6 * clustered * near * files}}
+
+
+def test_the_paper_config_fits_its_nodes_at_the_paper_shape_and_a_small_node_is_named():
+    from configs.base import TaskResources
+    from corpus.flow.fit import global_stage_needs, what_does_not_fit
+
+    config = load_experiment(REPO / "configs" / "paper.yaml")
+    pilot = {"arms": {"trafilatura": pilot_arm(26_000, 9_000, 7_500, 0.1), "dripper": pilot_arm(25_000, 8_500, 7_000, 0.1)}}
+    needs = {n["stage"]: n for n in global_stage_needs(config, pilot, input_files=46_400)}
+    assert what_does_not_fit(list(needs.values())) == []
+    cluster = needs["minhash-cluster"]  # the pilot's 10% raised to the assumed share of near duplicates at scale
+    assert cluster["units_per_task"] == pytest.approx(0.5 * 9_000 * 46_400) and cluster["memory_gb"] > 20
+    assert needs["minhash-buckets"]["open_files"] == -(-46_400 // 512)
+
+    post = config.postprocess.model_copy(update={"minhash": config.postprocess.minhash.model_copy(
+        update={"cluster_resources": TaskResources(mem_per_cpu_gb=16), "batch_files": 16})})
+    small = config.model_copy(update={"postprocess": post})
+    problems = what_does_not_fit(global_stage_needs(small, pilot, input_files=46_400))
+    assert any(p.startswith("minhash-cluster needs") and "postprocess.minhash.cluster_resources" in p for p in problems)
+    assert any(p.startswith("minhash-buckets would hold 2,900 files open") for p in problems)

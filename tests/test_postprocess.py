@@ -7,21 +7,24 @@ filter has documents it must remove, and the rest must survive to the Megatron d
 import gzip
 import json
 import random
+import shutil
+import time
 
-import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from configs.experiment import ExperimentConfig
 from conftest import make_config
 from corpus.accounting.ledger import arm_ledger, overlap
-from corpus.flow.execute import run_local
+from corpus.flow.execute import forget_what_depends_on_reruns, run_local
 from corpus.flow.stages import corpus_stages
 from corpus.postprocess.exact_dedup import normalised_text
-from corpus.postprocess.steps import filter_steps
+from corpus.postprocess.positions import PositionsChanged
+from corpus.postprocess.steps import FILTER_STAGE, filter_steps
 from corpus.read.inputs import resolve_inputs
 from corpus.sample.text import Prose
-from corpus.tokens.budget import BudgetError, check_budget, manifest_path, select_documents
+from corpus.stage import record_hash
+from corpus.tokens.budget import BudgetError, check_budget, manifest_path
 
 ARMS = {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}}
 
@@ -36,8 +39,9 @@ def constructed_documents() -> tuple[list[list[dict]], dict[str, str]]:
     keep = [{"id": f"keep-{i}", "text": article(i), "url": f"https://news.example.com/{i}"} for i in range(24)]
     near = keep[1]["text"].replace("\n\n", "\n\nIn short, ", 1) + "\n\nThis story was first published elsewhere."
     special = [
-        # the same text as keep-0 up to case and layout, in the other shard: an exact duplicate
-        {"id": "exact-dup", "text": "  " + keep[0]["text"].upper().replace("\n\n", "\n \n"), "url": "https://m.example.com/0"},
+        # the same text as keep-0 up to case and layout, in the other shard: an exact duplicate (of
+        # copies the lowest record hash is kept: see test_the_copies_dropped_are_those_of_the_higher_record_hash)
+        {"id": "exact-copy", "text": "  " + keep[0]["text"].upper().replace("\n\n", "\n \n"), "url": "https://m.example.com/0"},
         {"id": "near-dup", "text": near, "url": "https://copy.example.com/1"},
         {"id": "german", "text": "Die Stadtverwaltung hat heute bekannt gegeben, dass die neue Brücke über den Fluss "
          "im kommenden Frühjahr eröffnet wird. " * 8, "url": "https://zeitung.example.com/1"},
@@ -47,7 +51,7 @@ def constructed_documents() -> tuple[list[list[dict]], dict[str, str]]:
         {"id": "keyword", "text": article(101) + "\n\nIt mentions the forbidden phrase once.", "url": "https://news.example.com/k"},
     ]
     shards = [keep[:12] + special[1:], keep[12:] + special[:1]]
-    fate = {"exact-dup": "exact_dedup", "near-dup": "minhash", "german": "language", "short": "gopher_quality",
+    fate = {"exact-copy": "exact_dedup", "near-dup": "minhash", "german": "language", "short": "gopher_quality",
             "repetitive": "gopher_repetition", "blocked": "url_blocklist", "keyword": "keyword_blocklist"}
     return shards, fate
 
@@ -105,6 +109,10 @@ def test_each_filter_removes_what_it_should(processed):
         assert {r["metadata"]["filter_reason"] for r in removed} == {reason}
 
 
+def test_the_copies_dropped_are_those_of_the_higher_record_hash():
+    assert record_hash("exact-copy") > record_hash("keep-0") and record_hash("near-dup") > record_hash("keep-1")
+
+
 def test_exact_dedup_normalises_case_unicode_and_layout():
     assert normalised_text("  Hello\n\n  WORLD ") == normalised_text("hello world") == "hello world"
     assert normalised_text("ﬁne") == "fine"  # NFKC
@@ -157,23 +165,15 @@ def test_megatron_datasets_read_back_to_the_selected_documents(processed):
         ids = gzip.open(config.dataset_dir(arm) / "selected_ids.txt.gz", "rt").read().split()
         assert len(dataset) == len(ids) == manifest["arms"][arm]["documents"]
         assert int(dataset.sequence_lengths.sum()) == config.dataset.tokens_per_arm
-        for i, doc_id in enumerate(ids[:-1]):  # whole documents, each ending in the end-of-document token
+        cut = []
+        for i, doc_id in enumerate(ids):  # whole documents, each ending in the end-of-document token, but one
             tokens = dataset[i].tolist()
-            assert tokens[-1] == eos
-            assert tokenizer.decode(tokens[:-1], skip_special_tokens=False) == texts[doc_id]
-        last = tokenizer.decode(dataset[len(ids) - 1].tolist(), skip_special_tokens=False)
-        assert texts[ids[-1]].startswith(last)  # the last one is cut to land on the budget
+            if tokens[-1] == eos and tokenizer.decode(tokens[:-1], skip_special_tokens=False) == texts[doc_id]:
+                continue
+            assert texts[doc_id].startswith(tokenizer.decode(tokens, skip_special_tokens=False))
+            cut.append(len(tokens))
+        assert cut == [manifest["arms"][arm]["last_document_kept_tokens"]]  # the one cut to land on the budget
     assert manifest["tokenizer"]["sha256"] and manifest["tokens_per_arm"] == config.dataset.tokens_per_arm
-
-
-def test_budget_selection_is_exact_deterministic_and_seeded():
-    lengths = np.random.default_rng(0).integers(10, 500, size=1000)
-    chosen, last = select_documents(lengths, 50_000, seed=7)
-    assert int(lengths[chosen[:-1]].sum()) + last == 50_000 and 0 < last <= lengths[chosen[-1]]
-    assert len(set(chosen.tolist())) == len(chosen)  # no document twice
-    again, _ = select_documents(lengths, 50_000, seed=7)
-    other, _ = select_documents(lengths, 50_000, seed=8)
-    assert np.array_equal(chosen, again) and not np.array_equal(chosen[:20], other[:20])
 
 
 def test_budget_fails_clearly_when_an_arm_is_short(tmp_path, sample_dir):
@@ -183,3 +183,33 @@ def test_budget_fails_clearly_when_an_arm_is_short(tmp_path, sample_dir):
     message = str(err.value)
     assert "b: 8,000 tokens in 30 documents" in message and "at most 8,000" in message
     check_budget(config, {"a": (12_000, 40), "b": (10_000, 30)})  # exactly enough is enough
+
+
+def test_a_rerun_stage_reruns_what_is_built_on_it_and_a_filter_refuses_changed_documents(tmp_path, sample_dir):
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", ARMS, postprocess={
+        "resources": {"tasks": 2}, "minhash": {"num_buckets": 2, "hashes_per_bucket": 4}})
+    shards, _ = constructed_documents()
+    for arm in config.arms:
+        write_extraction_output(config, arm, shards)
+        for rank in range(config.arms[arm].resources.tasks):  # the hand-made extraction counts as done
+            (config.arm_dir(arm) / "logs" / "completions").mkdir(parents=True, exist_ok=True)
+            (config.arm_dir(arm) / "logs" / "completions" / f"{rank:05d}").touch()
+    stages = corpus_stages(config, *resolve_inputs(config), until="postprocess")
+    post = [s for s in stages if s.name != "extract"]
+    run_local(config, post)
+    assert forget_what_depends_on_reruns(stages) == []
+
+    # arm a's extraction re-ran after its post-processing: all of a's post-processing runs again, not b's
+    time.sleep(0.01)
+    (config.arm_dir("a") / "logs" / "completions" / "00000").touch()
+    assert forget_what_depends_on_reruns(stages) == [s.label for s in post if s.arm == "a"]
+    run_local(config, post)
+
+    # b's documents changed behind the flow's back: its dedup filter refuses them
+    first = config.arm_dir("b") / "output" / "00000.jsonl.gz"
+    lines = gzip.open(first, "rt").read().splitlines()
+    with gzip.open(first, "wt") as f:
+        f.write("\n".join(lines[1:]) + "\n")
+    shutil.rmtree(config.post_dir("b") / "logs" / FILTER_STAGE / "completions")
+    with pytest.raises(PositionsChanged, match=rf"task 0 read {len(lines) - 1} documents where its dedup signatures"):
+        run_local(config, [s for s in post if s.label == f"{FILTER_STAGE}-b"])

@@ -40,6 +40,16 @@ def slurm_env():
     subprocess.run(["bash", str(SLURM_SCRIPTS / "stop-local-slurm.sh"), str(state)], capture_output=True, timeout=120)
 
 
+def one_node_sections(resources: dict) -> dict:
+    """Post-processing, tokenizer and dataset sections whose every stage fits the test's one node
+    (the whole-arm stages' defaults are sized for the paper's shape)."""
+    node = {"mem_per_cpu_gb": 1, "time": "00:10:00", "partition": "cpu"}
+    return {"postprocess": {"minhash": {"num_buckets": 2, "buckets_resources": node, "cluster_resources": node},
+                            "exact_dedup": {"find_resources": node}, "resources": resources},
+            "tokenizer": {"kind": "sentencepiece", "vocab_size": 500, "sample_chars_per_arm": 20000, "resources": node},
+            "dataset": {"tokens_per_arm": 2000, "resources": node}}
+
+
 def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path, sample_dir, slurm_env):
     config_path = tmp_path / "exp.yaml"
     resources = {"tasks": 1, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00"}
@@ -51,9 +61,7 @@ def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path,
             "cpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "cpu"}},
             "gpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "gpu", "gpus_per_task": 1}},
         },
-        "postprocess": {"minhash": {"num_buckets": 2}, "resources": resources},
-        "tokenizer": {"kind": "sentencepiece", "vocab_size": 500, "sample_chars_per_arm": 20000},
-        "dataset": {"tokens_per_arm": 2000},
+        **one_node_sections(resources),
     }))
     config = load_experiment(config_path)
 
@@ -97,9 +105,7 @@ def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupt
            "executor": {"env_command": f"source {sys.prefix}/bin/activate"},
            "arms": {"trafilatura": {"extractor": "trafilatura", "resources": resources},
                     "justext": {"extractor": "justext", "resources": resources}},
-           "postprocess": {"minhash": {"num_buckets": 2}, "resources": resources},
-           "tokenizer": {"kind": "sentencepiece", "vocab_size": 500, "sample_chars_per_arm": 20000},
-           "dataset": {"tokens_per_arm": 2000}}
+           **one_node_sections(resources)}
     config_path = tmp_path / "exp.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_experiment(config_path)

@@ -6,12 +6,14 @@ Reads datatrove's own per-task stats of every stage (nothing is re-counted) and 
 side for all arms, one row per stage: documents in and out, removed by reason, tokens in and out
 (tokens are counted with the experiment's tokenizer, end-of-document token included, right
 after extraction). Every row is checked: in = out + removed, and each stage's input is the
-previous stage's output. A reference-corpus arm starts at its read row (documents read, not
-drawn, written) and joins where it joins. Every input file of an extractor arm is counted by
-outcome (read whole, skipped as corrupt, failed, not read), with its records and retries; a file not
-read whole makes "every record accounted for" NO, and is named. Then the overlap between arms: how
-many source records (WARC record ids) survive post-processing, and the token budget, in both arms or
-only in one. Writes `<output_root>/ledger.json`.
+previous stage's output. "Every record accounted for" needs more: every input file of the extractor
+arms read whole (each counted by outcome: read whole, skipped as corrupt, failed, not read, with its
+records and retries; a file not read whole is named), every task of every stage the arm goes
+through finished (datatrove's completion markers; a stage with a missing task would only count part
+of the records), and every extractor arm read the same records, task by task. A reference-corpus
+arm starts at its read row (documents read, not drawn, written) and joins where it joins. Then the
+overlap between arms: how many source records (WARC record ids) survive post-processing, and the
+token budget, in both arms or only in one. Writes `<output_root>/ledger.json`.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.accounting.summary import counters, files_cell, find_step, merged_stats, not_read_whole, summarize_arm
+from corpus.postprocess.stages import arm_stages, postprocessed_arms
 from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
 from corpus.read.reference_steps import ReferenceDraw, TokenQuota
+from corpus.read.warc import AccountedWarcReader
+from corpus.stage import label, unfinished_tasks
 from corpus.tokens.budget import manifest_path
+from corpus.tokens.stages import dataset_stages, tokenizer_stage
 
 # The ledger's rows by name (post-processing rows are named as their steps) and their titles.
 EXTRACTION, READ, BUDGET = "extraction", "read", "budget"
@@ -118,11 +124,65 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
     chained = all(a["documents_out"] == b["documents_in"]
                   and (None in (a["tokens_out"], b["tokens_in"]) or a["tokens_out"] == b["tokens_in"])
                   for a, b in pairwise(rows))
+    balanced = chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)
+    unfinished = unfinished_stages(config, arm) if task is None else []
     files = extraction["input_files"]
-    return {"arm": arm, "rows": rows, "chained": chained,
-            "balanced": chained and all(r["balanced"] for r in rows) and extraction.get("balanced", False)
-            and not (files and files["not_read_whole"]),
+    return {"arm": arm, "rows": rows, "chained": chained, "balanced": balanced, "unfinished": unfinished,
+            "accounted": balanced and not unfinished and not (files and files["not_read_whole"]),
             "not_extracted": extraction.get("not_extracted"), "input_files": files}
+
+
+def unfinished_stages(config: ExperimentConfig, arm: str) -> list[str]:
+    """The stages the arm's records pass (its own, the tokenizer, the budget) with a task that did
+    not finish, each as `<label> (tasks ...)`."""
+    first = config.arm_dir(arm) / "logs", config.arms[arm].resources.tasks
+    stages = [(label("extract" if arm in config.extractor_arms else "read", arm), *first)]
+    later = [*(arm_stages(config, arm) if arm in postprocessed_arms(config) else []),
+             *([tokenizer_stage(config)] if config.tokenizer else []),
+             *(s for s in (dataset_stages(config) if config.dataset else []) if s.arm in (arm, None))]
+    stages += [(s.label, s.logs, s.tasks) for s in later]
+    out = []
+    for name, logs, tasks in stages:
+        if missing := unfinished_tasks(logs, tasks):
+            shown = ", ".join(map(str, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            out.append(f"{name} (task{'s' if len(missing) > 1 else ''} {shown} of {tasks})")
+    return out
+
+
+def records_read(config: ExperimentConfig, arm: str) -> list[int]:
+    """Response records the arm's extraction read, task by task."""
+    tasks = config.arms[arm].resources.tasks
+    return [counters(find_step(steps, AccountedWarcReader)).get("response_records", 0) if steps else 0
+            for steps in (merged_stats(config.arm_dir(arm) / "logs", task)[0] for task in range(tasks))]
+
+
+def ledgers(config: ExperimentConfig) -> list[dict]:
+    """Every arm's ledger, with the check that every extractor arm read the same records (the
+    comparison's premise): an arm whose records differ from the first arm's is not accounted for."""
+    out = [arm_ledger(config, arm) for arm in config.arms]
+    arms = list(config.extractor_arms)
+    reference = {arm: records_read(config, arm) for arm in arms}
+    for ledger in out:
+        arm = ledger["arm"]
+        mine, first = reference.get(arm), reference[arms[0]]
+        if mine is not None and mine != first:
+            tasks = [t for t, (a, b) in enumerate(zip(mine, first, strict=False)) if a != b] if len(mine) == len(first) else []
+            ledger["records_differ"] = (f"read {sum(mine):,} records where {arms[0]} read {sum(first):,}"
+                                        + (f" (tasks {', '.join(map(str, tasks[:5]))})" if tasks else ""))
+            ledger["accounted"] = False
+    return out
+
+
+def accounted_text(ledger: dict) -> str:
+    """'yes', or 'NO' and why."""
+    if ledger["accounted"]:
+        return "yes"
+    files = ledger["input_files"]
+    why = ([] if ledger["balanced"] else ["unbalanced"]) + \
+        ([not_read_whole(files)] if files and files["not_read_whole"] else []) + \
+        ([f"unfinished: {'; '.join(ledger['unfinished'])}"] if ledger["unfinished"] else []) + \
+        ([ledger["records_differ"]] if ledger.get("records_differ") else [])
+    return f"NO ({'; '.join(why)})"
 
 
 def _ids(paths: list[Path]) -> set[str]:
@@ -179,7 +239,7 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
     for stage in stages:
         table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
     table.add_row("input files", *(files_cell(ledger["input_files"]) if ledger["input_files"] else "-" for ledger in ledgers))
-    table.add_row("every record accounted for", *("yes" if ledger["balanced"] else "NO" for ledger in ledgers))
+    table.add_row("every record accounted for", *(accounted_text(ledger) for ledger in ledgers))
     table.add_row("pages no extractor saw", *(f"{ledger['not_extracted']:,}" if ledger["not_extracted"] is not None else "-"
                                              for ledger in ledgers))
     console.print(table)
@@ -200,18 +260,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="one line per arm instead of the tables")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    ledgers = [arm_ledger(config, arm) for arm in config.arms]
+    arms = ledgers(config)
     overlaps = overlap(config)
     path = config.output_root / "ledger.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"arms": ledgers, "overlap": overlaps}, indent=2) + "\n")
+    path.write_text(json.dumps({"arms": arms, "overlap": overlaps}, indent=2) + "\n")
     if args.summary:
-        stages = [r["stage"] for r in ledgers[0]["rows"]]
+        stages = [r["stage"] for r in arms[0]["rows"]]
         print("documents: in → after " + " → ".join(stages))
-        print("\n".join(summary_line(ledger, stages) for ledger in ledgers))
+        print("\n".join(summary_line(ledger, stages) for ledger in arms))
         print(f"every step and reason: python -m corpus.accounting.ledger {args.config} ({path})")
     else:
-        print_ledger(ledgers, overlaps)
+        print_ledger(arms, overlaps)
         print(f"wrote {path}")
     return 0
 
@@ -227,8 +287,7 @@ def summary_line(ledger: dict, stages: list[str]) -> str:
     own = [r["stage"] for r in rows]
     named = f" ({' → '.join(own)})" if own != stages else ""
     tokens = f", {rows[-1]['tokens_out']:,} tokens" if rows[-1]["tokens_out"] is not None else ""
-    return (f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: "
-            f"{'yes' if ledger['balanced'] else 'NO'}{f' ({note})' if note else ''}")
+    return f"  {ledger['arm']}: {counts}{named}{tokens}; every record accounted for: {accounted_text(ledger)}"
 
 
 if __name__ == "__main__":

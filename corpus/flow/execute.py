@@ -31,7 +31,7 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
     written: dict[str, int] = {}  # documents each stage run here wrote, by output folder: the next bars' totals
     for i, stage in enumerate(stages):
         log = config.output_root / "logs" / f"{stage.part_label}.log"
-        tasks = stage.tasks or stage.resources.tasks
+        tasks = stage.tasks
         reader = stage.pipeline[0]
         taps = stage.logs / "progress" if isinstance(reader, BaseReader) else None
         if taps is not None:
@@ -98,23 +98,65 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     return f"{n_in} → {written.get('total', 0)} documents{tokens}"
 
 
-def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, str]:
-    """Submit every stage as a job array depending on the stages it needs; returns job ids
-    ('-1': every task already done)."""
+def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, list[str]]:
+    """Submit every stage as job arrays that wait for every array of every stage they need
+    (`afterok`: a failed task holds everything after it); returns each stage's job ids (none:
+    every task already done). datatrove splits a stage of more tasks than `max_array_size` into
+    several arrays and names only the last; every one is recorded here."""
     from datatrove.executor import SlurmPipelineExecutor
+    from datatrove.executor.slurm import default_job_id_retriever
 
-    job_ids: dict[str, str] = {}
+    job_ids: dict[str, list[str]] = {}
     for stage in stages:
         res = stage.resources
-        needs = [job_ids[need] for need in stage.needs if job_ids.get(need, "-1") != "-1"]
+        arrays: list[str] = []
+
+        def record(output: str, arrays: list[str] = arrays) -> str:
+            arrays.append(default_job_id_retriever(output, -1))
+            return arrays[-1]
+
+        needs = [job for need in stage.needs for job in job_ids.get(need, [])]
         executor = SlurmPipelineExecutor(
-            stage.pipeline, tasks=stage.tasks or res.tasks, workers=res.workers, time=res.time,
+            stage.pipeline, tasks=stage.tasks, workers=res.workers, time=res.time,
             partition=res.partition, cpus_per_task=res.cpus_per_task, mem_per_cpu_gb=res.mem_per_cpu_gb,
             gpus_per_task=res.gpus_per_task, qos=res.qos, job_name=f"{config.executor.job_name_prefix}-{stage.label}",
             env_command=config.executor.env_command, logging_dir=str(stage.logs),
             slurm_logs_folder=str(stage.logs / "slurm_logs"), skip_completed=True,
-            depends_job_id=":".join(needs) or None,
+            depends_job_id=":".join(needs) or None, max_array_size=config.executor.max_array_size,
+            job_id_retriever=record,
         )
         executor.run()
-        job_ids[stage.label] = str(executor.job_id)
+        job_ids[stage.label] = arrays
     return job_ids
+
+
+def completion_times(stage: Stage) -> list[float] | None:
+    """When each task of the stage completed (its datatrove completion marker); None while any
+    task has not."""
+    done = stage.logs / "completions"
+    try:
+        return [(done / f"{rank:05d}").stat().st_mtime for rank in range(stage.tasks)]
+    except FileNotFoundError:
+        return None
+
+
+def forget_what_depends_on_reruns(stages: list[Stage]) -> list[str]:
+    """A stage runs again when a stage it needs runs again (a task without its completion marker)
+    or completed after it did (re-run since, e.g. an arm re-extracted alone): its completion
+    markers are removed, so it reruns whole and so does everything built on it. `stages` in
+    running order. Returns the labels of the completed stages forgotten this way."""
+    reruns: set[str] = set()
+    finished: dict[str, float] = {}  # when each stage that stays complete finished
+    forgotten = []
+    for stage in stages:
+        times = completion_times(stage)
+        upstream_newer = times is not None and any(finished.get(need, 0.0) > min(times) for need in stage.needs)
+        if times is not None and (upstream_newer or any(need in reruns for need in stage.needs)):
+            shutil.rmtree(stage.logs / "completions")
+            forgotten.append(stage.label)
+            times = None
+        if times is None:
+            reruns.add(stage.label)
+        else:
+            finished[stage.label] = max(times)
+    return forgotten

@@ -50,7 +50,9 @@ from corpus.accounting.ledger import arm_ledger
 from corpus.accounting.summary import counters, find_step, merged_stats
 from corpus.extractors import DripperArm
 from corpus.flow.execute import run_local
+from corpus.flow.fit import global_stage_needs, what_does_not_fit
 from corpus.flow.stages import corpus_stages
+from corpus.postprocess.minhash import MinhashClusters
 from corpus.read.inputs import local_paths, resolve_inputs
 
 SHORT_EXIT = 1
@@ -134,16 +136,20 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
             per_file.append({
                 "file": path, "records": rows[0]["documents_in"], "sent_to_labeler": extractor.get("sent_to_labeler", 0),
                 "labeler_seconds": extractor.get("labeler_ms", 0) / 1000,
-                "stages": [{k: r[k] for k in ("stage", "documents_out", "tokens_out")} for r in rows],
+                "stages": [{k: r[k] for k in ("stage", "documents_in", "documents_out", "tokens_out")} for r in rows],
                 "not_extracted": ledger["not_extracted"],  # record guard + record-level filters
                 "documents": rows[-1]["documents_out"], "tokens": rows[-1]["tokens_out"] or 0,
                 "balanced": ledger["balanced"]})
         post_dir = pilot.post_dir(name)
         post_stages = [s for s in stages if s.arm == name and s.name != "extract"]
+        clusters = merged_stats(post_dir / "logs" / "minhash-cluster")[0]
         arms[name] = {
             "files": per_file,
             "cpu_seconds": {"extraction": stage_cpu_seconds(pilot.arm_dir(name) / "logs"),
                             "postprocess": sum(stage_cpu_seconds(s.logs) for s in post_stages)},
+            "stage_cpu_seconds": {s.name: stage_cpu_seconds(s.logs) for s in post_stages},
+            # documents in a near-duplicate pair: what MinHash's clustering holds
+            "clustered": counters(find_step(clusters, MinhashClusters)).get("duplicates", 0) if clusters else 0,
             "bytes": {"extracted": folder_bytes(pilot.arm_dir(name) / "output"),
                       "intermediate": sum(folder_bytes(post_dir / d) for d in ("filtered", "exact", "minhash")),
                       "removed": folder_bytes(post_dir / "removed"),
@@ -355,6 +361,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     return {"experiment": config.name, "config": str(config_path), "pilot": pilot, "preflight": preflight_entry,
             "rates": r, "yield_per_file": yields, "confidence": config.plan.confidence, "verdict": v,
             "costs": costs(config, pilot, r, len(paths), vocab),
+            "global_stages": global_stage_needs(config, pilot, len(paths)),
             "caveat": "deduplication removes more at full scale than within the pilot's files: "
                       "the yield is an upper estimate where duplicates span files"}
 
@@ -425,6 +432,16 @@ def print_plan(plan: dict) -> None:
     t = plan["costs"]["totals"]
     c.add_row("total", "", _hours(t["cpu_hours"]), _hours(t["gpu_hours"]), "", _bytes(t["bytes"]), "")
     console.print(c)
+    g = Table(title="Stages that see a whole arm: per task, projected (memory: bench.global_stages per document; "
+                    "time: the pilot's CPU seconds per document) against the configured resources")
+    for col in ("stage", "tasks", "documents per task", "memory", "hours", "configured", "fits"):
+        g.add_column(col, justify="left" if col in ("stage", "documents per task") else "right")
+    for n in plan["global_stages"]:
+        g.add_row(n["stage"], f"{n['tasks']:,}", f"{n['units_per_task']:,.0f} {n['unit']}", f"{n['memory_gb']:,.1f} GB",
+                  _hours(n["hours"]), f"{n['configured_gb']} GB, {n['configured_hours']:g} h", "yes" if n["fits"] else "NO")
+    console.print(g)
+    for warning in what_does_not_fit(plan["global_stages"]):
+        console.print(f"WARNING: {warning}")
     for arm, measured in plan["pilot"]["arms"].items():
         records = sum(f["records"] for f in measured["files"])
         saved = sum(f["not_extracted"] for f in measured["files"])

@@ -18,6 +18,7 @@ for every record.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from configs.base import ConfigError
@@ -25,12 +26,12 @@ from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
-from corpus.flow.execute import run_local, stage_folder, submit_slurm
+from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_folder, submit_slurm
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
 from corpus.read.inputs import resolve_inputs
 from corpus.read.warc import InputFileError
-from corpus.tokens.budget import BudgetError
+from corpus.tokens.budget import BudgetError, budget_is_stale
 from slurm.console import add_verbose_flag, apply_verbose_flag, say
 
 
@@ -48,9 +49,14 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     for folder in sorted({stage_folder(config, stage) for stage in stages}):
         if warning := write_provenance(folder, config):
             say(f"warning: {warning}")
+    budget = next((stage for stage in stages if stage.name == "budget"), None)
+    if budget is not None and budget_is_stale(config):  # cut for other arms, budget or seed: cut again
+        shutil.rmtree(budget.logs / "completions", ignore_errors=True)
+    if forgotten := forget_what_depends_on_reruns(stages):
+        say(f"run again, built on a stage that runs again: {', '.join(forgotten)}")
     if executor == "slurm":
-        for label, job in submit_slurm(config, stages).items():
-            print(f"{label}: {'done already' if job == '-1' else 'job ' + job}")
+        for label, jobs in submit_slurm(config, stages).items():
+            print(f"{label}: {'job ' + ', '.join(jobs) if jobs else 'done already'}")
         return []
     run_local(config, stages)
     summaries = []

@@ -4,10 +4,12 @@ datatrove's own exact dedup hashes with sha1/xxhash truncated to 32 or 64 bits; 
 same scheme (signatures sorted and split into hash ranges, a k-way merge per range, a filter that
 drops documents by position) with the full 256-bit digest.
 
-1. `Sha256DedupSignature` (one task per input shard): digest of every document, sorted, split by
-   the digest's first two bytes into `finder_tasks` ranges.
-2. `Sha256FindDuplicates` (one task per range): merges every shard's sorted digests; the first
-   occurrence (lowest shard, then position) is kept, the others are written as duplicates of the
+1. `Sha256DedupSignature` (one task per input shard): digest of every document, with its
+   record's hash (corpus.stage.record_hash), sorted, split by the digest's first two bytes into
+   `finder_tasks` ranges.
+2. `Sha256FindDuplicates` (one task per range): merges every shard's sorted digests; of equal
+   digests the copy with the lowest record hash is kept (the same record in every arm, whatever
+   the number of tasks or the order of files), the others are written as duplicates of the
    shard they came from.
 3. `Sha256DedupFilter` (one task per input shard, same documents in the same order as stage 1):
    drops the listed positions, to the exclusion writer with reason `exact_duplicate`.
@@ -28,7 +30,9 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers.disk_base import DiskWriter
 from datatrove.utils.typeshelper import StatHints
 
-SIG_DTYPE = np.dtype([("hash", "S32"), ("doc", "<u4")])
+from corpus.stage import record_hash
+
+SIG_DTYPE = np.dtype([("hash", "S32"), ("record", "<u8"), ("doc", "<u4")])
 DUP_DTYPE = np.dtype("<u4")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -58,13 +62,13 @@ class Sha256DedupSignature(PipelineStep):
         self.finder_tasks = finder_tasks
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1):
-        digests = []
-        for doc in data:
+        sigs = []
+        for position, doc in enumerate(data):
             with self.track_time():
                 self.stat_update(StatHints.total)
-                digests.append(text_sha256(doc.text))
-        sigs = np.array(list(zip(digests, range(len(digests)), strict=True)), dtype=SIG_DTYPE)
-        sigs.sort(order=["hash", "doc"])
+                sigs.append((text_sha256(doc.text), record_hash(str(doc.id)), position))
+        sigs = np.array(sigs, dtype=SIG_DTYPE)
+        sigs.sort(order=["hash", "record", "doc"])
         owners = np.array([hash_range(bytes(h), self.finder_tasks) for h in sigs["hash"]], dtype=np.int64)
         for task in range(self.finder_tasks):
             with self.output_folder.open(f"{task:04d}/{rank:05d}.sigs", "wb") as f:
@@ -80,22 +84,23 @@ class Sha256FindDuplicates(PipelineStep):
         self.signatures_folder = get_datafolder(signatures_folder)
         self.output_folder = get_datafolder(output_folder)
 
-    def _read(self, path: str):
+    def _signatures(self, path: str):
+        """(digest, record hash, shard, position) of every document in one signature file, in order."""
+        shard = int(path.rsplit("/", 1)[-1].removesuffix(".sigs"))
         with self.signatures_folder.open(path, "rb") as f:
-            return np.frombuffer(f.read(), dtype=SIG_DTYPE)
+            sigs = np.frombuffer(f.read(), dtype=SIG_DTYPE)
+        for s in sigs:
+            yield bytes(s["hash"]).ljust(32, b"\0"), int(s["record"]), shard, int(s["doc"])
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
         files = self.signatures_folder.list_files(subdirectory=f"{rank:04d}", glob_pattern="*.sigs")
-        # (digest, shard, position): the first of equal digests is the lowest shard, then position
-        streams = []
-        for path in files:
-            shard = int(path.rsplit("/", 1)[-1].removesuffix(".sigs"))
-            sigs = self._read(path)
-            streams.append(((bytes(s["hash"]).ljust(32, b"\0"), shard, int(s["doc"])) for s in sigs))
+        # the first of equal digests is the lowest record hash; each stream is a generator of its
+        # own (a generator expression in this loop would read the loop's last shard)
+        streams = [self._signatures(path) for path in files]
         duplicates: dict[int, list[int]] = {}
         last = None
         with self.track_time():
-            for digest, shard, doc in heapq.merge(*streams):
+            for digest, _, shard, doc in heapq.merge(*streams):
                 self.stat_update(StatHints.total)
                 if digest == last:
                     duplicates.setdefault(shard, []).append(doc)

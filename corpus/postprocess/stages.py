@@ -2,26 +2,37 @@
 differ), built from the one `postprocess` block of the config:
 
     exact-signatures ─► exact-find (finder_tasks) ─► filter (exact dedup, language, Gopher,
-    URL and keyword blocklists) ─► minhash-signatures ─► minhash-buckets ─► minhash-cluster ─►
-    minhash-filter (the post-processed documents and their record ids)
+    URL and keyword blocklists) ─► minhash-signatures ─► minhash-buckets (one task per bucket) ─►
+    minhash-cluster (one task) ─► minhash-filter (the post-processed documents and their record ids)
 
 An extractor arm starts from its extracted documents; a reference corpus with `postprocess: true`
 from what its read stage wrote. The extracted documents' tokens are counted on the way in, so the
-ledger follows tokens through every step.
+ledger follows tokens through every step. The stages that see every document of the arm at once
+(exact-find, minhash-buckets, minhash-cluster) have resources of their own in the config; both
+dedups check that their filter reads what their signatures were computed from
+(corpus.postprocess.positions).
 """
 
 from __future__ import annotations
 
-from datatrove.pipeline.dedup import MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupSignature
+from datatrove.pipeline.dedup import MinhashDedupSignature
 from datatrove.pipeline.dedup.minhash import MinhashConfig
 from datatrove.pipeline.tokens import TokensCounter
 
+from configs.base import Resources, TaskResources
 from configs.experiment import ExperimentConfig
 from corpus.postprocess.exact_dedup import Sha256DedupSignature, Sha256FindDuplicates
+from corpus.postprocess.minhash import MinhashBuckets, MinhashClusters, SnapshotTags
+from corpus.postprocess.positions import DocumentsRead
 from corpus.postprocess.steps import FILTER_STAGE, MINHASH_FILTER_STAGE, enabled_steps, filter_steps
 from corpus.stage import RecordIdWriter, Stage, documents_reader, documents_writer, label
 
 PART = "postprocess"
+
+
+def global_resources(task: TaskResources, tasks: int) -> Resources:
+    """A stage that sees every document of the arm: its tasks all run at once, each where `task` says."""
+    return Resources(tasks=tasks, workers=tasks, **task.model_dump())
 
 
 def postprocessed_arms(config: ExperimentConfig) -> list[str]:
@@ -35,38 +46,39 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
     upstream = label("extract" if arm in config.extractor_arms else "read", arm)
     minhash = MinhashConfig(n_grams=post.minhash.n_grams, num_buckets=post.minhash.num_buckets,
                             hashes_per_bucket=post.minhash.hashes_per_bucket, seed=post.minhash.seed)
-    extracted = config.arm_dir(arm) / "output"
+    extracted, exact, near = config.arm_dir(arm) / "output", post_dir / "exact", post_dir / "minhash"
     counter = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
+    by_snapshot = post.minhash.scope == "snapshot"
 
-    def stage(name: str, pipeline: list, needs: list[str], tasks: int | None = None) -> Stage:
-        return Stage(name, arm, pipeline, res, logs / name, needs, tasks=tasks, part=PART)
+    def stage(name: str, pipeline: list, needs: list[str], resources: Resources = res) -> Stage:
+        return Stage(name, arm, pipeline, resources, logs / name, needs, part=PART)
 
     return [
         stage("exact-signatures", [
-            documents_reader(extracted),
-            Sha256DedupSignature(str(post_dir / "exact" / "signatures"), post.exact_dedup.finder_tasks),
+            documents_reader(extracted), DocumentsRead(str(exact / "read"), check=False),
+            Sha256DedupSignature(str(exact / "signatures"), post.exact_dedup.finder_tasks),
         ], [upstream]),
         stage("exact-find", [
-            Sha256FindDuplicates(str(post_dir / "exact" / "signatures"), str(post_dir / "exact" / "duplicates")),
-        ], [label("exact-signatures", arm)], tasks=post.exact_dedup.finder_tasks),
+            Sha256FindDuplicates(str(exact / "signatures"), str(exact / "duplicates")),
+        ], [label("exact-signatures", arm)], global_resources(post.exact_dedup.find_resources, post.exact_dedup.finder_tasks)),
         stage(FILTER_STAGE, [
-            documents_reader(extracted), *counter, *filter_steps(config, arm), documents_writer(post_dir / "filtered"),
+            documents_reader(extracted), DocumentsRead(str(exact / "read"), check=True),
+            *counter, *filter_steps(config, arm), documents_writer(post_dir / "filtered"),
         ], [label("exact-find", arm)] + (["tokenizer"] if config.tokenizer else [])),
         stage("minhash-signatures", [
-            documents_reader(post_dir / "filtered"),
-            MinhashDedupSignature(str(post_dir / "minhash" / "signatures"), config=minhash,
-                                  language=post.word_tokenizer_language),
+            documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=False),
+            *([SnapshotTags(str(near / "tags"))] if by_snapshot else []),
+            MinhashDedupSignature(str(near / "signatures"), config=minhash, language=post.word_tokenizer_language),
         ], [label(FILTER_STAGE, arm)]),
         stage("minhash-buckets", [
-            MinhashDedupBuckets(str(post_dir / "minhash" / "signatures"), str(post_dir / "minhash" / "buckets"),
-                                config=minhash),
-        ], [label("minhash-signatures", arm)], tasks=minhash.num_buckets),
+            MinhashBuckets(str(near / "signatures"), str(near / "buckets"), minhash,
+                           tags_folder=str(near / "tags") if by_snapshot else None, batch_files=post.minhash.batch_files),
+        ], [label("minhash-signatures", arm)], global_resources(post.minhash.buckets_resources, minhash.num_buckets)),
         stage("minhash-cluster", [
-            MinhashDedupCluster(str(post_dir / "minhash" / "buckets"), str(post_dir / "minhash" / "remove_ids"),
-                                config=minhash),
-        ], [label("minhash-buckets", arm)], tasks=1),
+            MinhashClusters(str(near / "buckets"), str(near / "remove_ids"), records_folder=str(near / "read")),
+        ], [label("minhash-buckets", arm)], global_resources(post.minhash.cluster_resources, 1)),
         stage(MINHASH_FILTER_STAGE, [
-            documents_reader(post_dir / "filtered"),
+            documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=True),
             *(s.step(config, arm) for s in enabled_steps(config, MINHASH_FILTER_STAGE, arm)),
             documents_writer(post_dir / "output"),
             RecordIdWriter(str(post_dir / "ids")),

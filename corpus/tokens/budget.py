@@ -1,13 +1,24 @@
-"""Cut every arm to exactly the same number of training tokens.
+"""Cut every arm to exactly the same number of training tokens, one token shard at a time.
 
-`TokenBudget` is a one-task datatrove step run after every arm is tokenised (one `.bin/.idx`
-pair per tokenisation task, end-of-document token appended). It checks that every arm has at
-least `dataset.tokens_per_arm` tokens, then, per arm, takes whole documents in a seeded random
-order until the budget is reached, cuts the last one to land exactly on it, and writes them to
-`<output_root>/datasets/<arm>/<arm>_text_document.{bin,idx}` (megatron-core's
-IndexedDatasetBuilder). `<output_root>/datasets/manifest.json` records the budget, the tokens of
-every arm, the tokenizer's hash and the files written; `selected_ids.txt.gz` beside each dataset
-lists the selected documents (WARC record ids) in training order.
+The tokenisation stage writes, beside each `.bin/.idx` shard, `DocumentKeys`: every document's
+record id (`.ids.gz`) and a 64-bit hash of it (`.keys`), in the shard's order. `TokenBudget` is a
+one-task datatrove step run after every arm is tokenised (end-of-document token appended). Each
+arm's documents are ordered by a hash of (`dataset.seed`, record id): the draw depends on neither
+the number of tasks nor the order of files nor the other arms, and a record that survived in
+several arms is preferred alike in all of them (a paired design: arms differ by extraction, not
+by which records were drawn). Whole documents are taken in that order until the budget is
+reached, the last one cut to land exactly on it, in three passes over the shards with one shard
+in memory at a time:
+
+1. a histogram of the keys' top 16 bits, weighted by tokens, finds the bin the budget falls in
+   (and checks that every arm has the budget before any is cut);
+2. the documents of that bin, sorted by key, give the last document and how much of it to keep;
+3. the selected documents, in shard order, are copied to
+   `<output_root>/datasets/<arm>/<arm>_text_document.{bin,idx}` and their record ids to
+   `selected_ids.txt.gz` beside it (training order; Megatron's GPTDataset shuffles its samples).
+
+`<output_root>/datasets/manifest.json` records the budget, the tokens of every arm, the
+tokenizer's hash and the files written.
 """
 
 from __future__ import annotations
@@ -16,60 +27,123 @@ import gzip
 import hashlib
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from datatrove.data import DocumentsPipeline
-from datatrove.io import get_datafolder
+from datatrove.io import DataFolderLike, get_datafolder
 from datatrove.pipeline.base import PipelineStep
 
 from configs.experiment import ExperimentConfig
+from corpus.shims import write_megatron_index
+from corpus.stage import record_hash
 from corpus.tokens.tokenizer import tokenizer_sha256
+
+SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
 
 
 class BudgetError(ValueError):
     """An arm has fewer tokens than the budget."""
 
 
-def token_shards(config: ExperimentConfig, arm: str) -> list[str]:
-    """The tokenisation stage's outputs of an arm (path prefixes), in task order; a task that got
-    no documents (more tasks than input files) leaves an empty `.bin`, which is no shard."""
-    return sorted(str(p.with_suffix("")) for p in (config.dataset_dir(arm) / "tokens").glob("*.idx")
-                  if p.with_suffix(".bin").stat().st_size > 0)
+def draw_keys(hashes: np.ndarray, seed: int) -> np.ndarray:
+    """The order of the seeded draw: splitmix64 of each record's hash mixed with the seed."""
+    with np.errstate(over="ignore"):
+        z = hashes.astype(np.uint64) ^ _splitmix64(np.array([seed], dtype=np.uint64))[0]
+        return _splitmix64(z)
 
 
-def selected_document_ids(config: ExperimentConfig, arm: str, chosen: np.ndarray) -> list[str]:
-    """Record ids of the chosen documents (global indices over the tokenisation shards), in the
-    order chosen. The ids come from the files each tokenisation task's JsonlReader read, in
-    datatrove's shard assignment, so document k of shard r is line k of those files. Only the
-    chosen ids are kept in memory."""
-    folder = get_datafolder(str(config.post_dir(arm) / "output"))
-    tasks = config.postprocess.resources.tasks
-    position = np.full(int(chosen.max()) + 1, -1, dtype=np.int64)
-    position[chosen] = np.arange(len(chosen))
-    ids: list[str] = [""] * len(chosen)
-    index = 0
-    for rank in range(tasks):
-        for path in folder.get_shard(rank, tasks, glob_pattern="*.jsonl.gz"):
-            with folder.open(path, "rt", compression="gzip") as f:
-                for line in f:
-                    if index < len(position) and position[index] >= 0:
-                        ids[position[index]] = json.loads(line)["id"]
-                    index += 1
-    return ids
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
-def open_shards(config: ExperimentConfig, arm: str) -> list:
-    """The tokenisation stage's outputs of an arm as megatron-core IndexedDatasets (memory-mapped)."""
-    from megatron.core.datasets.indexed_dataset import IndexedDataset
+class DocumentKeys(PipelineStep):
+    """In the tokenisation stage, right before the tokenizer (which writes every document it is
+    given, in order): each document's record id and its 64-bit hash, by position, beside the shard."""
 
-    return [IndexedDataset(p) for p in token_shards(config, arm)]
+    type = "🔢 - TOKENIZER"
+    name = "🔑 Record ids of the token shard"
+
+    def __init__(self, output_folder: DataFolderLike, save_filename: str):
+        super().__init__()
+        self.output_folder = get_datafolder(output_folder)
+        self.save_filename = save_filename
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        prefix = f"{self.save_filename}_{rank:05d}_tokens"  # datatrove's MegatronDocumentTokenizer's name
+        hashes = []
+        with self.output_folder.open(f"{prefix}.ids.gz", "wt", compression="gzip") as ids:
+            for doc in data:
+                ids.write(f"{doc.id}\n")
+                hashes.append(record_hash(str(doc.id)))
+                yield doc
+        with self.output_folder.open(f"{prefix}.keys", "wb") as f:
+            f.write(np.array(hashes, dtype="<u8").tobytes())
 
 
-def available_tokens(shards: dict[str, list]) -> dict[str, tuple[int, int]]:
-    """(tokens, documents) per arm."""
-    return {arm: (sum(int(s.sequence_lengths.sum()) for s in arm_shards), sum(len(s) for s in arm_shards))
-            for arm, arm_shards in shards.items()}
+@dataclass
+class Shard:
+    """One tokenisation task's output: `<prefix>.{bin,idx}` and the record ids beside them."""
+
+    prefix: str
+
+    def open(self):
+        from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+        return IndexedDataset(self.prefix)
+
+    def lengths(self) -> np.ndarray:
+        """Tokens of each document (a copy: megatron unmaps the index when its dataset goes)."""
+        dataset = self.open()
+        return dataset.sequence_lengths.astype(np.int64)
+
+    def dtype(self):
+        return self.open().index.dtype
+
+    def keys(self, seed: int) -> np.ndarray:
+        return draw_keys(np.fromfile(f"{self.prefix}.keys", dtype="<u8"), seed)
+
+    def ids(self) -> list[str]:
+        with gzip.open(f"{self.prefix}.ids.gz", "rt", encoding="utf-8") as f:
+            return f.read().splitlines()
+
+
+def token_shards(config: ExperimentConfig, arm: str) -> list[Shard]:
+    """The tokenisation stage's outputs of an arm, in task order; a task that got no documents
+    (more tasks than input files) leaves an empty `.bin`, which is no shard."""
+    return [Shard(str(p.with_suffix(""))) for p in sorted((config.dataset_dir(arm) / "tokens").glob("*.idx"))
+            if p.with_suffix(".bin").stat().st_size > 0]
+
+
+@dataclass
+class Histogram:
+    """Pass 1 over an arm: tokens and documents per bin of the draw keys' top bits."""
+
+    tokens: np.ndarray
+    documents: np.ndarray
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.tokens.sum())
+
+    @property
+    def total_documents(self) -> int:
+        return int(self.documents.sum())
+
+
+def histogram(shards: list[Shard], seed: int) -> Histogram:
+    bins = 1 << (64 - SHIFT)
+    tokens, documents = np.zeros(bins, dtype=np.int64), np.zeros(bins, dtype=np.int64)
+    for shard in shards:
+        lengths = shard.lengths()
+        top = (shard.keys(seed) >> np.uint64(SHIFT)).astype(np.int64)
+        tokens += np.bincount(top, weights=lengths, minlength=bins).astype(np.int64)
+        documents += np.bincount(top, minlength=bins)
+    return Histogram(tokens, documents)
 
 
 def check_budget(config: ExperimentConfig, available: dict[str, tuple[int, int]]) -> None:
@@ -83,14 +157,48 @@ def check_budget(config: ExperimentConfig, available: dict[str, tuple[int, int]]
         raise BudgetError("\n".join(lines))
 
 
-def select_documents(lengths: np.ndarray, budget: int, seed: int) -> tuple[np.ndarray, int]:
-    """Indices of whole documents in a seeded random order until `budget` tokens, and how many
-    tokens of the last one to keep (it is cut to land exactly on the budget)."""
-    order = np.random.default_rng(seed).permutation(len(lengths))
-    cumulative = np.cumsum(lengths[order])
-    last = int(np.searchsorted(cumulative, budget))  # first position where the sum reaches the budget
-    before = int(cumulative[last - 1]) if last else 0
-    return order[: last + 1], budget - before
+@dataclass
+class Cut:
+    """Where the budget falls: every document with a draw key below `key` is taken, and of those
+    with key `key`, the ones at `last` (shard, position) and before it; the last keeps
+    `last_tokens` of its `last_length` tokens."""
+
+    key: int
+    last: tuple[int, int]
+    last_tokens: int
+    last_length: int
+    documents: int
+
+
+def find_cut(shards: list[Shard], hist: Histogram, budget: int, seed: int) -> Cut:
+    """Pass 2: the documents of the bin the budget falls in, sorted by (key, shard, position)."""
+    cumulative = np.cumsum(hist.tokens)
+    b = int(np.searchsorted(cumulative, budget))  # first bin where the running total reaches the budget
+    before = int(cumulative[b - 1]) if b else 0
+    keys, lengths, where = [], [], []
+    for s, shard in enumerate(shards):
+        shard_keys = shard.keys(seed)
+        inside = np.flatnonzero((shard_keys >> np.uint64(SHIFT)) == np.uint64(b))
+        keys.append(shard_keys[inside])
+        lengths.append(shard.lengths()[inside])
+        where.append(np.stack([np.full(len(inside), s), inside], axis=1))
+    keys, lengths, where = np.concatenate(keys), np.concatenate(lengths), np.concatenate(where)
+    order = np.lexsort((where[:, 1], where[:, 0], keys))
+    running = before + np.cumsum(lengths[order])
+    j = int(np.searchsorted(running, budget))
+    last = order[j]
+    kept_before = int(running[j - 1]) if j else before
+    return Cut(key=int(keys[last]), last=(int(where[last, 0]), int(where[last, 1])), last_tokens=budget - kept_before,
+               last_length=int(lengths[last]), documents=int(hist.documents[:b].sum()) + j + 1)
+
+
+def selected(shard_keys: np.ndarray, s: int, cut: Cut) -> np.ndarray:
+    """Positions of a shard's documents that the cut takes."""
+    key = np.uint64(cut.key)
+    take = shard_keys < key
+    ties = np.flatnonzero(shard_keys == key)
+    take[ties[[(s, int(p)) <= cut.last for p in ties]]] = True
+    return np.flatnonzero(take)
 
 
 def file_sha256(path: Path) -> str:
@@ -109,45 +217,59 @@ class TokenBudget(PipelineStep):
         super().__init__()
         self.config = config
 
-    def cut_arm(self, arm: str, shards: list) -> dict:
-        from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
-
-        starts = np.cumsum([0] + [len(shard) for shard in shards])  # global index of each shard's first document
-        lengths = np.concatenate([s.sequence_lengths for s in shards]).astype(np.int64)
-        chosen, last_tokens = select_documents(lengths, self.config.dataset.tokens_per_arm, self.config.dataset.seed)
-        ids = selected_document_ids(self.config, arm, chosen)
-
+    def cut_arm(self, arm: str, shards: list[Shard], hist: Histogram) -> dict:
+        """Passes 2 and 3 for one arm."""
+        budget, seed = self.config.dataset.tokens_per_arm, self.config.dataset.seed
+        cut = find_cut(shards, hist, budget, seed)
         prefix = self.config.dataset_prefix(arm)
         prefix.parent.mkdir(parents=True, exist_ok=True)
-        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=shards[0].index.dtype)
-        with gzip.GzipFile(prefix.parent / "selected_ids.txt.gz", "wb", mtime=0) as raw, io.TextIOWrapper(raw) as id_file:
-            for n, i in enumerate(chosen):
-                s = int(np.searchsorted(starts, i, side="right")) - 1
-                tokens = shards[s][int(i - starts[s])]
-                if n == len(chosen) - 1:
-                    tokens = tokens[:last_tokens]
-                builder.add_document(tokens, [len(tokens)])
-                id_file.write(ids[n] + "\n")
-        builder.finalize(f"{prefix}.idx")
-        self.stat_update(f"documents_{arm}", value=len(chosen))
+        lengths_file = Path(f"{prefix}.lengths")
+        dtype = None
+        with open(f"{prefix}.bin", "wb") as bin_file, open(lengths_file, "wb") as lengths_out, \
+                gzip.GzipFile(prefix.parent / "selected_ids.txt.gz", "wb", mtime=0) as raw, io.TextIOWrapper(raw) as ids_out:
+            for s, shard in enumerate(shards):
+                dtype = shard.dtype()
+                take = selected(shard.keys(seed), s, cut)
+                if not len(take):
+                    continue
+                lengths = shard.lengths()
+                chosen = np.zeros(len(lengths), dtype=bool)
+                chosen[take] = True
+                keep = np.repeat(chosen, lengths)  # the selected documents' tokens (a shard's documents lie in order)
+                out_lengths = lengths[take]
+                if cut.last[0] == s:  # the last document: only its first tokens
+                    p = cut.last[1]
+                    start = int(lengths[:p].sum())
+                    keep[start + cut.last_tokens:start + lengths[p]] = False
+                    out_lengths[np.searchsorted(take, p)] = cut.last_tokens
+                tokens = np.memmap(f"{shard.prefix}.bin", dtype=dtype, mode="r")
+                bin_file.write(np.asarray(tokens[keep]).tobytes())
+                lengths_out.write(out_lengths.astype(np.int32).tobytes())
+                names = shard.ids()
+                ids_out.write("".join(f"{names[p]}\n" for p in take))
+                del tokens
+        write_megatron_index(f"{prefix}.idx", dtype, lengths_file, cut.documents)
+        lengths_file.unlink()
+        self.stat_update(f"documents_{arm}", value=cut.documents)
         return {
-            "available_tokens": int(lengths.sum()),
-            "available_documents": len(lengths),
-            "tokens": self.config.dataset.tokens_per_arm,
-            "documents": len(chosen),
-            "last_document_kept_tokens": int(last_tokens),
-            "last_document_tokens": int(lengths[chosen[-1]]),
+            "available_tokens": hist.total_tokens,
+            "available_documents": hist.total_documents,
+            "tokens": budget,
+            "documents": cut.documents,
+            "last_document_kept_tokens": cut.last_tokens,
+            "last_document_tokens": cut.last_length,
             "path_prefix": self.config.relative(prefix),
             "bin_sha256": file_sha256(Path(f"{prefix}.bin")),
             "idx_sha256": file_sha256(Path(f"{prefix}.idx")),
-            "source_shards": [self.config.relative(p) for p in token_shards(self.config, arm)],
+            "source_shards": [self.config.relative(shard.prefix) for shard in shards],
         }
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1):
         with self.track_time():
-            shards = {arm: open_shards(self.config, arm) for arm in self.config.arms}
-            check_budget(self.config, available_tokens(shards))
-            arms = {arm: self.cut_arm(arm, shards[arm]) for arm in self.config.arms}
+            shards = {arm: token_shards(self.config, arm) for arm in self.config.arms}
+            hists = {arm: histogram(arm_shards, self.config.dataset.seed) for arm, arm_shards in shards.items()}
+            check_budget(self.config, {arm: (h.total_tokens, h.total_documents) for arm, h in hists.items()})
+            arms = {arm: self.cut_arm(arm, shards[arm], hists[arm]) for arm in self.config.arms}
         manifest = {
             "tokens_per_arm": self.config.dataset.tokens_per_arm,
             "seed": self.config.dataset.seed,

@@ -1,0 +1,66 @@
+"""The corpus flow at the shape it runs at: the sample split into 16 WARC files and every stage in
+many tasks (extraction per file, several post-processing tasks, more finder tasks than one,
+MinHash's bucket merge in batches) keeps, after each dedup stage and at the end, exactly the
+records a one-task run of the single file keeps, in every arm."""
+
+import gzip
+import json
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from conftest import make_config
+from corpus.flow.run import run_corpus
+from corpus.sample import write_sample
+
+pytestmark = pytest.mark.slow
+ARMS = {"traf": {"extractor": "trafilatura"}, "page": {"extractor": "html2text"}}
+FILES = 16
+
+
+def split_warc(warc, out_dir, files: int) -> list[str]:
+    """The records of `warc` dealt round-robin into `files` WARC files (each record's gzip member
+    copied byte for byte)."""
+    data = warc.read_bytes()
+    members = []
+    with open(warc, "rb") as f:
+        records = ArchiveIterator(f)
+        for record in records:
+            record.content_stream().read()
+            members.append((records.get_record_offset(), records.get_record_length()))
+    out_dir.mkdir()
+    paths = [out_dir / f"part-{i:02d}.warc.gz" for i in range(files)]
+    for i, path in enumerate(paths):
+        path.write_bytes(b"".join(data[start:start + length] for start, length in members[i::files]))
+    return [str(p) for p in paths]
+
+
+def ids(folder) -> set[str]:
+    out = set()
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt") as f:
+            out.update(json.loads(line)["id"] for line in f)
+    return out
+
+
+def kept_after_each_dedup(config, arm: str) -> dict[str, set[str]]:
+    post = config.post_dir(arm)
+    return {"exact dedup": ids(config.arm_dir(arm) / "output") - ids(config.removed_dir(arm, "exact_dedup")),
+            "after filtering": ids(post / "filtered"), "removed by MinHash": ids(config.removed_dir(arm, "minhash")),
+            "post-processed": ids(post / "output")}
+
+
+def test_many_files_and_tasks_keep_exactly_the_records_of_a_one_task_run(tmp_path):
+    warc, _ = write_sample(tmp_path / "sample", 300, seed=0)  # the demo's sample
+    one = make_config(tmp_path / "one", warc, ARMS)
+    run_corpus(one, until="postprocess")
+    many = make_config(tmp_path / "many", warc, {arm: {**options, "resources": {"tasks": FILES, "workers": 2}}
+                                                 for arm, options in ARMS.items()},
+                       inputs={"warc": split_warc(warc, tmp_path / "parts", FILES)},
+                       postprocess={"resources": {"tasks": 5, "workers": 2}, "exact_dedup": {"finder_tasks": 3},
+                                    "minhash": {"batch_files": 2}})
+    run_corpus(many, until="postprocess")
+    for arm in ARMS:
+        expected, got = kept_after_each_dedup(one, arm), kept_after_each_dedup(many, arm)
+        assert expected["removed by MinHash"] and len(expected["exact dedup"]) < len(ids(one.arm_dir(arm) / "output"))
+        assert got == expected, arm
