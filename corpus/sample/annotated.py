@@ -22,7 +22,7 @@ from pathlib import Path
 from corpus.markdown import html2text_markdown
 
 # the annotated page sets beside a checkout (never copied into it); benchmarks skip when absent
-SHARED_PAGE_SETS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "extraction"
+SHARED_PAGE_SETS = Path(__file__).resolve().parents[3] / "shared" / "data" / "extraction"  # beside the checkout
 _SELECT_ATTR = re.compile(r"""\s+cc-select\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
 _SELECT_CLASS = re.compile(r"(?<=[\s\"'])mark-selected(?=[\s\"'])")
 # what the generator's templates contain, for per-content-type means
