@@ -158,6 +158,9 @@ class LanguageOptions(StrictModel):
 
     languages: list[str] = Field(["en"], min_length=1)
     threshold: float = Field(0.65, ge=0, le=1)
+    # before any extractor: a record whose whole page gives the languages above less than this
+    # probability is dropped (its main content would fail `threshold`); null: no pre-filter
+    prefilter_threshold: float | None = Field(0.02, ge=0, le=1)  # chosen by bench.language_prefilter
     model: Path | None = None
     backend: Literal["ft176", "glotlid"] = "ft176"  # glotlid labels are like eng_Latn
 
@@ -402,8 +405,10 @@ class PlanConfig(StrictModel):
 
     pilot_files: int = Field(4, ge=2)  # input files the pilot extracts and post-processes
     confidence: float = Field(0.95, gt=0, lt=1)  # of the interval on tokens per input file
-    # Dripper paper: 3.08 pages/s on one A100 (Qwen3-0.6B, vLLM)
-    labeler_pages_per_gpu_s: float = Field(3.08, gt=0)
+    # the labeler's cost scales with the prompt tokens of a simplified page: the Dripper paper's
+    # 3.08 pages/s on one A100 (Qwen3-0.6B, vLLM) at 6,960 prompt tokens a page on average
+    labeler_prompt_tokens_per_gpu_s: float = Field(3.08 * 6960, gt=0)
+    labeler_prompt_tokens_per_page: float = Field(6960, gt=0)  # where no pilot measured it
     # training throughput: MFU x peak / FLOPs per token; 40% of an H100's dense bf16 peak
     gpu_peak_flops: float = Field(989e12, gt=0)
     training_mfu: float = Field(0.40, gt=0, le=1)

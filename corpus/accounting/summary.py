@@ -20,7 +20,7 @@ from pathlib import Path
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from corpus.extractors.prefilters import RecordGuard
+from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, RecordGuard
 from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
 from corpus.read.warc import INPUT_FILES, READ_WHOLE, AccountedWarcReader, read_input_files
 
@@ -88,9 +88,11 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
     reader, guard, extractor, writer = (counters(find_step(steps, AccountedWarcReader)), counters(find_step(steps, RecordGuard)),
                                         counters(extractor_stats), counters(find_step(steps, JsonlWriter)))
     guard_drops = {k.removeprefix("dropped_"): v for k, v in guard.items() if k.startswith("dropped_")}
-    # record-level post-processing steps that ran before the extractor, by step name
+    # record-level steps that ran before the extractor, by name: post-processing's, the language pre-filter
     before = {s.name: counters(find_step(steps, s.step_class)).get("dropped", 0)
               for s in enabled_steps(config, EXTRACT_STAGE, arm_name)}
+    if config.postprocess.language.prefilter_threshold is not None:
+        before[LANGUAGE_PREFILTER] = counters(find_step(steps, LanguagePrefilter)).get("dropped", 0)
     extracted, fallbacks, extractor_drops = arm.accounting(extractor)
     dropped = guard_drops | {name: n for name, n in before.items() if n}
     for reason, n in extractor_drops.items():

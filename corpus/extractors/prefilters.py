@@ -7,6 +7,10 @@ reader and the extractor.
   run here by default (`postprocess.safety.before_extraction`): no extractor (no GPU) spends time
   on a page they remove. They are post-processing steps (corpus.postprocess.steps names them and
   their ledger rows); their removals go where post-processing's go, `post/<arm>/removed/<step>/`.
+- `LanguagePrefilter` drops a record whose whole page is confidently in none of the languages
+  post-processing keeps (`postprocess.language.prefilter_threshold`, far below the post-extraction
+  threshold): its main content would be removed by the language filter after extraction anyway,
+  so no extractor is paid for it. It reads the same model and languages as that filter.
 
 `passes_record_filters` is the same decision as a predicate, for samples drawn from extracted
 documents (the tokenizer's), so that those do not depend on where the filters ran.
@@ -21,10 +25,12 @@ from datatrove.pipeline.filters import URLFilter
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
 from configs.experiment import ExperimentConfig
+from corpus.language import LocalFastTextLID, default_lid_model
 from corpus.read.warc import HTML_TYPES, AccountedWarcReader
 from corpus.stage import documents_writer
 
 URL_BLOCKLIST = "url_blocklist"  # the post-processing step's name: its removals' folder and ledger row
+LANGUAGE_PREFILTER = "language_prefilter"  # its drop reason and removals' folder
 
 
 class RecordGuard(BaseFilter):
@@ -86,11 +92,48 @@ def url_filter(config: ExperimentConfig, exclusion_writer=None) -> OfflineURLFil
                             exclusion_writer=exclusion_writer)
 
 
+def whole_page_text(html: str) -> str:
+    """The text of the whole page, boilerplate included: what the pre-filter judges a page's
+    language by (resiliparse, ~0.3 ms a page)."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    return extract_plain_text(html, main_content=False)
+
+
+class LanguagePrefilter(BaseFilter):
+    """Drops a record when no configured language reaches `threshold` on the whole page's text."""
+
+    name = "🌍 Language pre-filter (whole page)"
+
+    def __init__(self, model_path, languages: list[str], threshold: float, exclusion_writer=None):
+        super().__init__(exclusion_writer)
+        self.lid = LocalFastTextLID(model_path, languages)
+        self.threshold = threshold
+
+    def probability(self, html: str) -> float:
+        """P(any configured language) of the whole page."""
+        _, scores = self.lid.predict(Document(text=whole_page_text(html), id=""))
+        return sum(scores.values())
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        return self.probability(doc.text) >= self.threshold or (False, LANGUAGE_PREFILTER)
+
+
+def language_prefilter(config: ExperimentConfig, exclusion_writer=None) -> LanguagePrefilter | None:
+    lang = config.postprocess.language
+    if lang.prefilter_threshold is None:
+        return None
+    return LanguagePrefilter(lang.model or default_lid_model(), lang.languages, lang.prefilter_threshold, exclusion_writer)
+
+
 def prefilter_steps(config: ExperimentConfig, arm: str) -> list:
-    """The record guard and, where they run before extraction, the record-level filters."""
+    """The record guard, the record-level filters that run before extraction, and the language
+    pre-filter (after them: the cheapest judge first)."""
     steps = [record_guard(config)]
     if config.postprocess.safety.before_extraction:
         steps.append(url_filter(config, documents_writer(config.removed_dir(arm, URL_BLOCKLIST))))
+    if (language := language_prefilter(config, documents_writer(config.removed_dir(arm, LANGUAGE_PREFILTER)))) is not None:
+        steps.append(language)
     return steps
 
 

@@ -47,8 +47,9 @@ from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.accounting.ledger import arm_ledger
-from corpus.accounting.summary import counters, find_step, merged_stats
+from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
 from corpus.extractors import DripperArm
+from corpus.extractors.prefilters import LANGUAGE_PREFILTER
 from corpus.flow.execute import run_local
 from corpus.flow.fit import global_stage_needs, what_does_not_fit
 from corpus.flow.stages import corpus_stages
@@ -136,6 +137,8 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
             per_file.append({
                 "file": path, "records": rows[0]["documents_in"], "sent_to_labeler": extractor.get("sent_to_labeler", 0),
                 "labeler_seconds": extractor.get("labeler_ms", 0) / 1000,
+                "prompt_tokens": extractor.get("prompt_tokens", 0), "answer_tokens": extractor.get("answer_tokens", 0),
+                "prefiltered": summarize_arm(pilot, name, task)["dropped"].get(LANGUAGE_PREFILTER, 0),
                 "stages": [{k: r[k] for k in ("stage", "documents_in", "documents_out", "tokens_out")} for r in rows],
                 "not_extracted": ledger["not_extracted"],  # record guard + record-level filters
                 "documents": rows[-1]["documents_out"], "tokens": rows[-1]["tokens_out"] or 0,
@@ -167,6 +170,42 @@ def gpu_preflight(preflight: dict | None) -> dict | None:
     return preflight if preflight and preflight.get("gpu") else None
 
 
+def labeler_rates(config: ExperimentConfig, arm: str, pilot: dict, preflight: dict | None) -> dict:
+    """A Dripper arm's labeler: prompt tokens a page (the pilot's own, another piloted Dripper arm's
+    on the same pages, or the paper's) and, for an LLM, prompt tokens per GPU-second (a GPU
+    preflight's, or the paper's)."""
+    out = {}
+    piloted = [a for a in [arm, *pilot["arms"]] if a in pilot["arms"] and isinstance(config.arms[a], DripperArm)
+               and sum(f["sent_to_labeler"] for f in pilot["arms"][a]["files"])]
+    if piloted:
+        files = pilot["arms"][piloted[0]]["files"]
+        sent = sum(f["sent_to_labeler"] for f in files)
+        source = f"pilot ({config.arms[piloted[0]].labeler.token_source})" + ("" if piloted[0] == arm else f", as {piloted[0]}")
+        out["labeler_prompt_tokens_per_page"] = (sum(f["prompt_tokens"] for f in files) / sent, source)
+        out["labeler_answer_tokens_per_page"] = (sum(f["answer_tokens"] for f in files) / sent, source)
+    else:
+        out["labeler_prompt_tokens_per_page"] = (config.plan.labeler_prompt_tokens_per_page,
+                                                 "config (plan.labeler_prompt_tokens_per_page)")
+    if config.arms[arm].labeler.kind != "encoder":
+        lab = (preflight or {}).get("labeler", {})
+        if lab.get("pages_per_s_per_gpu") and lab.get("prompt_tokens_per_page"):
+            out["labeler_prompt_tokens_per_gpu_s"] = (lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"],
+                                                      f"preflight on {preflight['gpu']}")
+        else:
+            out["labeler_prompt_tokens_per_gpu_s"] = (config.plan.labeler_prompt_tokens_per_gpu_s,
+                                                      "config (plan.labeler_prompt_tokens_per_gpu_s)")
+    return out
+
+
+def labeler_pages(measured: dict, piloted: bool) -> tuple[float, float]:
+    """Pages a file sends the labeler, with the language pre-filter and without it. An arm not
+    piloted here (no GPU) labels every page past the guard and the record-level filters."""
+    files = measured["files"]
+    sent = mean_per_file(files, "sent_to_labeler") if piloted else \
+        mean_per_file(files, "records") - mean_per_file(files, "not_extracted")
+    return sent, sent + mean_per_file(files, "prefiltered")
+
+
 def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> tuple[float, str]:
     if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
         return preflight["training"]["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}"
@@ -187,12 +226,8 @@ def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_s
             docs_in = sum(f["stages"][0]["documents_out"] for f in measured["files"])
             entry["extraction_pages_per_core_s"] = (records / measured["cpu_seconds"]["extraction"], "pilot")
             entry["postprocess_docs_per_core_s"] = (docs_in / max(measured["cpu_seconds"]["postprocess"], 1e-9), "pilot")
-        if isinstance(arm, DripperArm) and arm.labeler.kind != "encoder":
-            if preflight and preflight.get("labeler", {}).get("pages_per_s_per_gpu"):
-                entry["labeler_pages_per_gpu_s"] = (preflight["labeler"]["pages_per_s_per_gpu"],
-                                                    f"preflight on {preflight['gpu']}")
-            else:
-                entry["labeler_pages_per_gpu_s"] = (config.plan.labeler_pages_per_gpu_s, "config (plan.labeler_pages_per_gpu_s)")
+        if isinstance(arm, DripperArm):
+            entry |= labeler_rates(config, name, pilot, preflight)
         out["arms"][name] = entry
     if config.pretrain:
         out["training_tokens_per_gpu_s"] = training_tokens_per_gpu_s(config, vocab_size, preflight)
@@ -260,6 +295,32 @@ def mean_per_file(files: list[dict], key: str) -> float:
     return sum(f[key] for f in files) / len(files)
 
 
+def labeler_gpu_seconds(pages: float, rates_of_arm: dict) -> float:
+    """GPU-seconds for `pages`: pages x prompt tokens a page / prompt tokens per GPU-second."""
+    return pages * rates_of_arm["labeler_prompt_tokens_per_page"][0] / rates_of_arm["labeler_prompt_tokens_per_gpu_s"][0]
+
+
+def labeler_lines(config: ExperimentConfig, pilot: dict, r: dict, input_files: int) -> dict:
+    """Per Dripper arm: the pages a file sends its labeler with the language pre-filter and
+    without it, the tokens of a page, and (an LLM) the GPU-hours of each."""
+    smallest = min(pilot["arms"], key=lambda a: sum(f["tokens"] for f in pilot["arms"][a]["files"]))
+    out = {}
+    for name, arm in config.extractor_arms.items():
+        if not isinstance(arm, DripperArm):
+            continue
+        rates_of_arm = r["arms"][name]
+        pages, without = labeler_pages(pilot["arms"].get(name) or pilot["arms"][smallest], name in pilot["arms"])
+        line = {"pages_per_file": pages, "pages_per_file_without_prefilter": without,
+                "prompt_tokens_per_page": rates_of_arm["labeler_prompt_tokens_per_page"],
+                "answer_tokens_per_page": rates_of_arm.get("labeler_answer_tokens_per_page")}
+        if "labeler_prompt_tokens_per_gpu_s" in rates_of_arm:
+            line["prompt_tokens_per_gpu_s"] = rates_of_arm["labeler_prompt_tokens_per_gpu_s"]
+            line["gpu_hours"] = input_files * labeler_gpu_seconds(pages, rates_of_arm) / 3600
+            line["gpu_hours_without_prefilter"] = input_files * labeler_gpu_seconds(without, rates_of_arm) / 3600
+        out[name] = line
+    return out
+
+
 def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, vocab_size: int) -> dict:
     """CPU-hours, GPU-hours, wall hours and bytes of every stage for `input_files` inputs."""
     out: dict = {"stages": [], "totals": {}}
@@ -277,12 +338,9 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
         cpu_h = gpu_h = 0.0
         if name in pilot["arms"]:
             cpu_h = input_files * measured["cpu_seconds"]["extraction"] / n / 3600
-        if "labeler_pages_per_gpu_s" in r["arms"][name]:
-            # not piloted here (no GPU): every page past the record guard and URL filter is labelled
-            files = measured["files"]
-            sent = (mean_per_file(files, "sent_to_labeler") if name in pilot["arms"]
-                    else mean_per_file(files, "records") - mean_per_file(files, "not_extracted"))
-            gpu_h = input_files * sent / r["arms"][name]["labeler_pages_per_gpu_s"][0] / 3600
+        if "labeler_prompt_tokens_per_gpu_s" in r["arms"][name]:
+            pages, _ = labeler_pages(measured, name in pilot["arms"])
+            gpu_h = input_files * labeler_gpu_seconds(pages, r["arms"][name]) / 3600
         wall = max(cpu_h / max(res.workers * res.cpus_per_task, 1),
                    gpu_h / max(res.workers * max(res.gpus_per_task, 1), 1))
         add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n,
@@ -360,7 +418,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
         "why": "GPU rates from it" if used else "it ran on a CPU: code paths only, its speeds are not GPU rates"}
     return {"experiment": config.name, "config": str(config_path), "pilot": pilot, "preflight": preflight_entry,
             "rates": r, "yield_per_file": yields, "confidence": config.plan.confidence, "verdict": v,
-            "costs": costs(config, pilot, r, len(paths), vocab),
+            "costs": costs(config, pilot, r, len(paths), vocab), "labelers": labeler_lines(config, pilot, r, len(paths)),
             "global_stages": global_stage_needs(config, pilot, len(paths)),
             "caveat": "deduplication removes more at full scale than within the pilot's files: "
                       "the yield is an upper estimate where duplicates span files"}
@@ -442,11 +500,19 @@ def print_plan(plan: dict) -> None:
     console.print(g)
     for warning in what_does_not_fit(plan["global_stages"]):
         console.print(f"WARNING: {warning}")
+    for arm, line in plan["labelers"].items():
+        tokens, source = line["prompt_tokens_per_page"]
+        gpu = (f"; at {line['prompt_tokens_per_gpu_s'][0]:,.0f} prompt tokens/s per GPU ({line['prompt_tokens_per_gpu_s'][1]}): "
+               f"{line['gpu_hours']:,.0f} GPU-hours ({line['gpu_hours_without_prefilter']:,.0f} without the pre-filter)"
+               if "gpu_hours" in line else "")
+        console.print(f"{arm} labeler: {line['pages_per_file']:,.0f} pages a file reach it "
+                      f"({line['pages_per_file_without_prefilter']:,.0f} without the language pre-filter), "
+                      f"{tokens:,.0f} prompt tokens a page ({source}){gpu}")
     for arm, measured in plan["pilot"]["arms"].items():
         records = sum(f["records"] for f in measured["files"])
         saved = sum(f["not_extracted"] for f in measured["files"])
         console.print(f"{arm}: {saved:,} of {records:,} pilot records ({saved / max(records, 1):.1%}) never reach the "
-                      "extractor (record guard, URL blocklist before extraction)")
+                      "extractor (record guard, URL blocklist and language pre-filter before extraction)")
     console.print(f"caveat: {plan['caveat']}")
     console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))
 

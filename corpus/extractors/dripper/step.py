@@ -149,6 +149,10 @@ class DripperExtractor(PipelineStep):
             self.stat_update("sent_to_labeler", value=len(to_label))
             self.stat_update("labeler_ms", value=round(1000 * (time.perf_counter() - started)))
             for page, result in zip(to_label, results, strict=True):
+                # the model's work on the page (what the planner prices its GPU time by)
+                prompt_tokens, answer_tokens = labeler.work(BlockPage(page.simplified, page.item_ids), result)
+                self.stat_update("prompt_tokens", value=prompt_tokens)
+                self.stat_update("answer_tokens", value=answer_tokens)
                 page.take_labels(result)
                 if page.error is None:
                     page.convert(self.arm.markdown)

@@ -38,10 +38,31 @@ class PageLabels:
         return self.error is None
 
 
+def compact_answer(labels: dict[int, str]) -> str:
+    """The Dripper model's answer in the compact format: `<answer>1main2other…</answer>`."""
+    return "<answer>" + "".join(f"{i}{label}" for i, label in sorted(labels.items())) + "</answer>"
+
+
 class BlockLabeler(ABC):
+    prompt_version = "short_compact"  # mineru-html's prompt of the Dripper model the labeler stands for
+
     @abstractmethod
     def label(self, pages: Sequence[BlockPage]) -> list[PageLabels]:
         """One PageLabels per page, in order."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` for the model. A labeler without an LLM tokenizer counts 4 UTF-8 bytes a
+        token (a stand-in: BPE tokenizers give 3-5 on HTML and English); the LLM labelers count
+        with their model's tokenizer."""
+        return -(-len(text.encode("utf-8")) // 4)
+
+    def work(self, page: BlockPage, labels: PageLabels) -> tuple[int, int]:
+        """(prompt tokens, answer tokens) the Dripper model spends on the page: what a labeler's
+        GPU time scales with."""
+        from mineru_html.process.build_prompt import get_full_prompt
+
+        answer = compact_answer(labels.labels or dict.fromkeys(page.item_ids, MAIN))
+        return self.count_tokens(get_full_prompt(page.simplified_html, self.prompt_version)), self.count_tokens(answer)
 
 
 def labels_from_response(response: str, item_ids: Sequence[int]) -> PageLabels:

@@ -29,6 +29,11 @@ class LlmLabelerOptions(StrictModel):
 
         return build_llm_labeler(self)
 
+    @property
+    def token_source(self) -> str:
+        """How the labeler's tokens are counted (BlockLabeler.count_tokens)."""
+        return f"{self.model}'s tokenizer"
+
 
 class VllmLabelerConfig(LlmLabelerOptions):
     """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
@@ -52,6 +57,10 @@ class EndpointLabelerConfig(LlmLabelerOptions):
     timeout_s: float = Field(600.0, gt=0)
     retries: int = Field(2, ge=0)
 
+    @property
+    def token_source(self) -> str:
+        return f"{self.tokenizer or self.model}'s tokenizer"
+
 
 class EncoderLabelerConfig(StrictModel):
     """The project's small encoder (corpus/extractors/dripper/labelers/encoder.py) on CPU; train it with
@@ -65,6 +74,10 @@ class EncoderLabelerConfig(StrictModel):
     @classmethod
     def _model_folder(cls, value: str) -> str:
         return require_model_folder(value, "block_labeler.json", "train one with python -m corpus.extractors.dripper.training")
+
+    @property
+    def token_source(self) -> str:
+        return "4 UTF-8 bytes a token: a stand-in, the encoder has no LLM tokenizer"
 
     def build(self):
         from corpus.extractors.dripper.labelers.encoder import EncoderLabeler

@@ -32,6 +32,9 @@ class MineruBackendLabeler(BlockLabeler):
         self.backend = backend
         self.prompt_version = prompt_version
 
+    def count_tokens(self, text: str) -> int:
+        return len(self.backend.get_tokenizer().encode(text, add_special_tokens=False))
+
     def label(self, pages: Sequence[BlockPage]) -> list[PageLabels]:
         from mineru_html.base import MinerUHTMLGenerateInput
         from mineru_html.exceptions import MinerUHTMLInputTooLongError
