@@ -155,9 +155,6 @@ def preflight_pages(count: int, page_file: Path | None, real_pages: bool) -> lis
 
 
 def measure_labeler(labeler_config, pages: list[str]) -> dict:
-    from mineru_html.process.build_prompt import get_full_prompt
-    from transformers import AutoTokenizer
-
     from corpus.extractors.dripper.labelers import BlockPage
     from corpus.extractors.dripper.step import simplify_page
     from corpus.shims import shut_down_engine
@@ -176,10 +173,9 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
     started = time.perf_counter()
     results = labeler.label(blocks)
     seconds = time.perf_counter() - started
-    tokenizer = AutoTokenizer.from_pretrained(getattr(labeler_config, "tokenizer", None) or labeler_config.model)
-    prompt = [len(tokenizer(get_full_prompt(b.simplified_html, labeler_config.prompt_version)).input_ids) for b in blocks]
-    answers = [len(tokenizer("<answer>" + "".join(f"{i}{v}" for i, v in r.labels.items()) + "</answer>").input_ids)
-               for r in results if r.ok]
+    work = [labeler.work(b, r) for b, r in zip(blocks, results, strict=True)]  # what the Dripper step counts
+    prompt = [p for p, _ in work]
+    answers = [a for (_, a), r in zip(work, results, strict=True) if r.ok]
     shut_down_engine(labeler)
     errors: dict[str, int] = {}
     for r in results:

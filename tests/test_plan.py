@@ -63,7 +63,7 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     assert plan_main([str(config_path)]) == 0
     plan = json.loads((root / "plan" / "plan.json").read_text())
     assert len(plan["pilot"]["files"]) == 3 and all(f["balanced"] for a in plan["pilot"]["arms"].values() for f in a["files"])
-    assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot"}
+    assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot (generated pages)"}
     assert plan["costs"]["totals"]["gpu_hours"] > 0
     assert {n["stage"] for n in plan["global_stages"]} == {"exact-find", "minhash-buckets", "minhash-cluster", "tokenizer",
                                                            "budget"}
@@ -91,27 +91,32 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
 
 
 def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_path):
-    from corpus.flow.plan import costs, rates
+    from corpus.flow.plan import costs, labeler_lines, rates
 
     raw = experiment(tmp_path / "out", 1_000_000)
     raw["arms"] = {"trafilatura": {"extractor": "trafilatura"},
                    "dripper": {"extractor": "dripper", "labeler": {"kind": "vllm"},
                                "resources": {"workers": 4, "gpus_per_task": 1}}}
     config = load_experiment(write(tmp_path / "exp.yaml", raw))
-    per_file = {"records": 100, "not_extracted": 10, "sent_to_labeler": 0, "tokens": 1000, "documents": 50,
+    per_file = {"records": 100, "not_extracted": 10, "sent_to_labeler": 0, "prefiltered": 6, "tokens": 1000, "documents": 50,
                 "stages": [{"stage": "extraction", "documents_out": 90, "tokens_out": 3000}]}
-    pilot = {"arms": {"trafilatura": {"files": [per_file, per_file],
+    pilot = {"pages": "generated", "arms": {"trafilatura": {"files": [per_file, per_file],
                                       "cpu_seconds": {"extraction": 4.0, "postprocess": 10.0},
                                       "bytes": {"extracted": 200, "intermediate": 300, "removed": 50, "post_processed": 100}}}}
     r = rates(config, pilot, None, vocab_size=1000)
-    assert r["arms"]["dripper"]["labeler_pages_per_gpu_s"] == (3.08, "config (plan.labeler_pages_per_gpu_s)")
-    assert r["arms"]["trafilatura"]["extraction_pages_per_core_s"] == (50.0, "pilot")  # 200 records / 4 s
+    assert r["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (3.08 * 6960,
+                                                                        "config (plan.labeler_prompt_tokens_per_gpu_s)")
+    assert r["arms"]["dripper"]["labeler_prompt_tokens_per_page"] == (6960, "config (plan.labeler_prompt_tokens_per_page)")
+    assert r["arms"]["trafilatura"]["extraction_pages_per_core_s"] == (50.0, "pilot (generated pages)")  # 200 records / 4 s
     stages = {(s["stage"], s["arm"]): s for s in costs(config, pilot, r, input_files=1000, vocab_size=1000)["stages"]}
     dripper = stages[("extraction", "dripper")]
     assert dripper["gpu_hours"] == pytest.approx(1000 * 90 / 3.08 / 3600)  # pages past the guard, per file
     assert dripper["wall_hours"] == pytest.approx(dripper["gpu_hours"] / 4)  # 4 tasks of one GPU at once
     assert stages[("extraction", "trafilatura")]["cpu_hours"] == pytest.approx(1000 * 2.0 / 3600)
     assert stages[("post-processing", "dripper")]["bytes"] == 1000 * 450 // 2  # pilot totals over its 2 files
+    line = labeler_lines(config, pilot, r, input_files=1000)["dripper"]  # the pages the pre-filter saves
+    assert (line["pages_per_file"], line["pages_per_file_without_prefilter"]) == (90, 96)
+    assert line["gpu_hours_without_prefilter"] == pytest.approx(1000 * 96 / 3.08 / 3600)
 
 
 def pilot_arm(extracted: int, near: int, final: int, clustered: float, files: int = 4) -> dict:

@@ -1,25 +1,43 @@
-"""The URL blocklist runs before extraction, so no extractor sees the pages it removes, and the
-corpus comes out byte-identical to running it in post-processing."""
+"""What runs before any extractor, identically in every arm: the URL blocklist (the corpus comes
+out byte-identical to running it in post-processing) and the language pre-filter (the corpus
+differs from a run without it only by the records it removed)."""
 
 import gzip
 import json
 
+import pytest
+
 from conftest import make_config
 from corpus.accounting.ledger import arm_ledger
 from corpus.accounting.summary import summarize_arm
+from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter
 from corpus.flow.run import run_corpus
 from corpus.flow.stages import corpus_stages
+from corpus.language import default_lid_model
 from corpus.read.inputs import resolve_inputs
+from corpus.sample import generate_pages
 
 ARMS = {"trafilatura": {"extractor": "trafilatura"}, "resiliparse": {"extractor": "resiliparse"}}
 
 
-def config_for(root, sample_dir, before: bool):
+def config_for(root, sample_dir, before: bool, prefilter: float | None = 0.02):
     return make_config(root, sample_dir / "sample.warc.gz", ARMS, postprocess={
         "gopher_quality": {"max_non_alpha_words_ratio": 0.7}, "minhash": {"num_buckets": 4},
+        "language": {"prefilter_threshold": prefilter},
         "safety": {"banned_domains": ["blocked.example.com"], "before_extraction": before}},
         tokenizer={"kind": "sentencepiece", "vocab_size": 600, "sample_chars_per_arm": 200_000},
         dataset={"tokens_per_arm": 3000, "seed": 1})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, sample_dir):
+    """The flow with the URL filter before extraction, after it, and without the language pre-filter."""
+    root = tmp_path_factory.mktemp("prefilter")
+    configs = {"before": config_for(root / "before", sample_dir, True), "after": config_for(root / "after", sample_dir, False),
+               "no prefilter": config_for(root / "none", sample_dir, True, prefilter=None)}
+    for config in configs.values():
+        run_corpus(config)
+    return configs
 
 
 def documents(folder) -> list[tuple[str, str]]:
@@ -27,24 +45,26 @@ def documents(folder) -> list[tuple[str, str]]:
             for d in map(json.loads, gzip.open(path, "rt", encoding="utf-8"))]
 
 
-def test_the_url_filter_runs_in_every_arms_extraction_stage_before_the_extractor(tmp_path, sample_dir):
+def test_the_record_filters_run_in_every_arms_extraction_stage_before_the_extractor(tmp_path, sample_dir):
     config = config_for(tmp_path, sample_dir, before=True)
     base, paths = resolve_inputs(config)
     for stage in corpus_stages(config, base, paths):
         names = [type(step).__name__ for step in stage.pipeline]
         if stage.name == "extract":
-            assert names.index("OfflineURLFilter") == names.index("RecordGuard") + 1
+            guard = names.index("RecordGuard")
+            assert names[guard + 1:guard + 3] == ["OfflineURLFilter", "LanguagePrefilter"]
         else:
-            assert "OfflineURLFilter" not in names
+            assert "OfflineURLFilter" not in names and "LanguagePrefilter" not in names
 
 
-def test_filtering_urls_before_extraction_gives_the_same_datasets(tmp_path, sample_dir):
-    runs = {}
-    for before in (True, False):
-        config = config_for(tmp_path / str(before), sample_dir, before)
-        run_corpus(config)
-        runs[before] = config
-    first, after = runs[True], runs[False]
+def test_the_pre_filter_judges_the_whole_page():
+    chinese, english = next(p for p in generate_pages(8, seed=3) if p.lang == "zh"), generate_pages(1, seed=3)[0]
+    prefilter = LanguagePrefilter(default_lid_model(), ["en"], 0.02)
+    assert prefilter.probability(chinese.html) < 0.02 < 0.5 < prefilter.probability(english.html)
+
+
+def test_filtering_urls_before_extraction_gives_the_same_datasets(runs):
+    first, after = runs["before"], runs["after"]
     assert (first.tokenizer_file().read_bytes() == after.tokenizer_file().read_bytes())
     for arm in ARMS:
         saved = summarize_arm(first, arm)
@@ -57,3 +77,19 @@ def test_filtering_urls_before_extraction_gives_the_same_datasets(tmp_path, samp
             a, b = (f"{c.dataset_prefix(arm)}{suffix}" for c in (first, after))
             assert open(a, "rb").read() == open(b, "rb").read(), f"{arm}{suffix} differs"
         assert (first.dataset_dir(arm) / "selected_ids.txt.gz").is_file()
+
+
+def test_the_language_pre_filter_removes_records_from_every_arm_and_nothing_else(runs):
+    with_it, without = runs["before"], runs["no prefilter"]
+    removed = {}
+    for arm in ARMS:
+        summary = summarize_arm(with_it, arm)
+        assert summary["dropped"][LANGUAGE_PREFILTER] > 0 and summary["balanced"]  # counted as pages no extractor saw
+        extraction = arm_ledger(with_it, arm)["rows"][0]
+        assert extraction["removed"][LANGUAGE_PREFILTER] == summary["dropped"][LANGUAGE_PREFILTER]
+        removed[arm] = {d["id"] for d in map(json.loads, gzip.open(next(
+            with_it.removed_dir(arm, LANGUAGE_PREFILTER).glob("*.jsonl.gz")), "rt"))}
+        kept, all_docs = dict(documents(with_it.post_dir(arm) / "output")), dict(documents(without.post_dir(arm) / "output"))
+        assert set(all_docs) - set(kept) <= removed[arm] and set(kept) <= set(all_docs)  # only its records are missing
+        assert all(kept[i] == all_docs[i] for i in kept)  # and the rest are the same documents
+    assert len(set(map(frozenset, removed.values()))) == 1  # the same records in every arm

@@ -38,9 +38,10 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
 
     config = load_experiment(path)
     on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
-    assert on_cpu["arms"]["dripper"]["labeler_pages_per_gpu_s"][1].startswith("config")
+    assert on_cpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"][1].startswith("config")
     assert on_cpu["training_tokens_per_gpu_s"][1].startswith("config")
     on_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "device": "cuda"}, vocab_size=2000)
-    assert on_gpu["arms"]["dripper"]["labeler_pages_per_gpu_s"] == (report["labeler"]["pages_per_s_per_gpu"],
-                                                                    "preflight on NVIDIA H200")
+    lab = report["labeler"]
+    assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
+        lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
     assert on_gpu["training_tokens_per_gpu_s"] == (training["tokens_per_s_per_gpu"], "preflight on NVIDIA H200")

@@ -55,6 +55,7 @@ from corpus.flow.fit import global_stage_needs, what_does_not_fit
 from corpus.flow.stages import corpus_stages
 from corpus.postprocess.minhash import MinhashClusters
 from corpus.read.inputs import local_paths, resolve_inputs
+from corpus.sample import sample_pages
 
 SHORT_EXIT = 1
 # bytes per parameter of a training checkpoint: bf16 weights, fp32 main copy, Adam's two moments
@@ -224,8 +225,9 @@ def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_s
         if measured:
             records = sum(f["records"] for f in measured["files"])
             docs_in = sum(f["stages"][0]["documents_out"] for f in measured["files"])
-            entry["extraction_pages_per_core_s"] = (records / measured["cpu_seconds"]["extraction"], "pilot")
-            entry["postprocess_docs_per_core_s"] = (docs_in / max(measured["cpu_seconds"]["postprocess"], 1e-9), "pilot")
+            source = f"pilot ({pilot['pages']} pages)"
+            entry["extraction_pages_per_core_s"] = (records / measured["cpu_seconds"]["extraction"], source)
+            entry["postprocess_docs_per_core_s"] = (docs_in / max(measured["cpu_seconds"]["postprocess"], 1e-9), source)
         if isinstance(arm, DripperArm):
             entry |= labeler_rates(config, name, pilot, preflight)
         out["arms"][name] = entry
@@ -387,6 +389,17 @@ def vocab_size_of(config: ExperimentConfig, pilot_root: Path) -> int:
     return Tokenizer.from_file(str(pilot_root / "tokenizer" / "tokenizer.json")).get_vocab_size()
 
 
+def pilot_pages(base: str, files: list[str]) -> str:
+    """What the pilot read: 'generated' or 'annotated' pages (WARCs corpus.sample wrote), else 'crawl'."""
+    import fsspec
+
+    kinds = set()
+    for path in files:
+        with fsspec.open(f"{base.rstrip('/')}/{path}", "rb") as f:
+            kinds.add(sample_pages(f) or "crawl")
+    return "generated" if "generated" in kinds else "annotated" if "annotated" in kinds else "crawl"
+
+
 def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = None,
               pilot_warcs: list[str] | None = None, preflight_path: Path | None = None) -> dict:
     if config.dataset is None or config.tokenizer is None:
@@ -403,6 +416,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
     preflight_path = preflight_path or config.output_root / "preflight" / "preflight.json"
     preflight = json.loads(preflight_path.read_text()) if preflight_path.is_file() else None
     pilot = run_pilot(config, base, files)
+    pilot["pages"] = pilot_pages(base, files)
     if not pilot["arms"]:
         raise SystemExit("no arm of the config can run on this machine: run the plan on a GPU node")
     vocab = vocab_size_of(config, Path(pilot["output_root"]))
@@ -514,6 +528,10 @@ def print_plan(plan: dict) -> None:
         console.print(f"{arm}: {saved:,} of {records:,} pilot records ({saved / max(records, 1):.1%}) never reach the "
                       "extractor (record guard, URL blocklist and language pre-filter before extraction)")
     console.print(f"caveat: {plan['caveat']}")
+    if plan["pilot"]["pages"] == "generated":
+        console.print("caveat: the pilot's pages are generated (corpus.sample): extraction rates and yields on them "
+                      "do not represent Common Crawl. Pilot on real pages: python -m corpus.sample --out DIR "
+                      "--from-pages ../shared/data/extraction/*/pages.jsonl.gz --files 4, then --pilot-warc DIR/*/sample.warc.gz")
     console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))
 
 

@@ -1,9 +1,14 @@
-"""The embedded sample: a WARC of generated pages with known main content, plus bad records.
+"""The embedded sample: a WARC of generated pages with known main content, plus bad records; or a
+WARC of real annotated pages (pilots and benchmarks on real HTML).
 
 `python -m corpus.sample --out DIR --pages N --seed S` writes `DIR/sample.warc.gz` and
 `DIR/gold.jsonl` (one line per response record: its WARC-Record-ID, URL, template, language,
 gold main content as HTML and text, and `expect`: `extract` or the drop reason the record
-guard must give it). Same seed, same bytes.
+guard must give it). Same seed, same bytes. `python -m corpus.sample --out DIR --from-pages
+PATH...` writes the pages of annotated page files (`pages.jsonl.gz`, corpus.sample.annotated) the
+same way: their HTML as responses, their gold main content (Markdown, `gold_text`) in the gold
+file. The WARC's warcinfo record says which (`pages: generated | annotated`), so a plan can tell
+a pilot on generated pages from one on real ones.
 
 Besides the generated pages and the bad records, the WARC holds what post-processing exists
 for: exact mirrors of some pages on another host, syndicated copies (the same article with one
@@ -18,7 +23,7 @@ import io
 import json
 import random
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -41,6 +46,23 @@ class SampleRecord:
     expect: str  # "extract" or the guard's drop reason
     page: Page | None = None
     note: str = ""
+
+    def gold(self) -> dict:
+        """Its line of the gold file, beside the record id, URL, expect and note."""
+        p = self.page
+        return {"template": p.template if p else None, "lang": p.lang if p else None, "title": p.title if p else None,
+                "gold_html": p.gold_html if p else None, "gold_text": p.gold_text if p else None,
+                "page_html": p.html if p else None, "page_html_marked": p.marked_html if p else None}
+
+
+@dataclass
+class AnnotatedRecord(SampleRecord):
+    """A real page of an annotated set: its gold main content is Markdown (no gold HTML)."""
+
+    annotation: dict = field(default_factory=dict)
+
+    def gold(self) -> dict:
+        return self.annotation
 
 
 def generate_pages(n: int, seed: int) -> list[Page]:
@@ -150,7 +172,6 @@ def _http_headers(content_type: str | None, length: int) -> StatusAndHeaders:
 
 def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
     """Write the WARC and its gold JSONL; returns their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(f"{seed}:warc")
     generated = generate_pages(pages, seed)
     records = [SampleRecord(p.url, p.html.encode("utf-8"),
@@ -159,12 +180,43 @@ def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
     for rec in _copies(generated, seed) + _bad_records(seed):  # spread through the file, deterministically
         records.insert(rng.randrange(len(records) + 1), rec)
 
-    warc_path, gold_path = out_dir / "sample.warc.gz", out_dir / "gold.jsonl"
     start = datetime(2024, 3, 1, tzinfo=timezone.utc) + timedelta(days=seed % 365)
+    return write_records(out_dir, records, rng, start, {"software": "corpus.sample", "seed": str(seed), "pages": "generated"})
+
+
+def write_annotated_sample(out_dir: Path, page_files: list[Path], max_pages: int | None = None,
+                           files: int = 1) -> list[Path]:
+    """WARCs of the pages of annotated page files (at most `max_pages` of each), dealt in turn into
+    `files` WARCs (`out_dir/sample.warc.gz`, or `out_dir/<i>/sample.warc.gz` as
+    `inputs.sample.files` lays them out), each with its gold file carrying every page's gold main
+    content (Markdown) as `gold_text`; returns the WARCs."""
+    from corpus.sample.annotated import load_pages
+
+    records = []
+    for path in page_files:
+        for page in load_pages(path, max_pages):
+            url = page.url or f"https://{page.dataset}.example/{page.id}"
+            records.append(AnnotatedRecord(url, page.html.encode("utf-8"), "text/html; charset=utf-8", "extract",
+                                           annotation={"dataset": page.dataset, "page_id": page.id, "lang": page.lang,
+                                                       "gold_html": None, "gold_text": page.gold}))
+    sources = ",".join(str(p) for p in page_files)
+    folders = [out_dir] if files == 1 else [out_dir / f"{i:05d}" for i in range(files)]
+    return [write_records(folder, records[i::files], random.Random(f"annotated:{sources}:{i}"),
+                          datetime(2024, 3, 1, tzinfo=timezone.utc),
+                          {"software": "corpus.sample", "pages": "annotated", "sources": sources})[0]
+            for i, folder in enumerate(folders)]
+
+
+def write_records(out_dir: Path, records: list[SampleRecord], rng: random.Random, start: datetime,
+                  info_fields: dict) -> tuple[Path, Path]:
+    """`out_dir/sample.warc.gz` (a warcinfo record, then every record as a response, with request
+    records between them as crawls have) and `out_dir/gold.jsonl`; returns their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    warc_path, gold_path = out_dir / "sample.warc.gz", out_dir / "gold.jsonl"
     with open(warc_path, "wb") as fh, open(gold_path, "w", encoding="utf-8") as gold:
         writer = WARCWriter(fh, gzip=True)
         new_id = lambda: f"<urn:uuid:{uuid.UUID(int=rng.getrandbits(128), version=4)}>"  # noqa: E731
-        info = writer.create_warcinfo_record("sample.warc.gz", {"software": "corpus.sample", "seed": str(seed)})
+        info = writer.create_warcinfo_record("sample.warc.gz", info_fields)
         info.rec_headers.replace_header("WARC-Record-ID", new_id())
         info.rec_headers.replace_header("WARC-Date", start.strftime("%Y-%m-%dT%H:%M:%SZ"))
         writer.write_record(info)
@@ -181,15 +233,22 @@ def write_sample(out_dir: Path, pages: int, seed: int) -> tuple[Path, Path]:
                 http_headers=_http_headers(rec.content_type, len(rec.payload)), warc_headers_dict=warc_headers,
             )
             writer.write_record(response)
-            p = rec.page
-            gold.write(json.dumps({
-                "id": record_id, "url": rec.url, "expect": rec.expect, "note": rec.note,
-                "template": p.template if p else None, "lang": p.lang if p else None,
-                "title": p.title if p else None,
-                "gold_html": p.gold_html if p else None, "gold_text": p.gold_text if p else None,
-                "page_html": p.html if p else None, "page_html_marked": p.marked_html if p else None,
-            }, ensure_ascii=False) + "\n")
+            gold.write(json.dumps({"id": record_id, "url": rec.url, "expect": rec.expect, "note": rec.note, **rec.gold()},
+                                  ensure_ascii=False) + "\n")
     return warc_path, gold_path
+
+
+def sample_pages(fileobj) -> str | None:
+    """What a WARC written here holds, from its warcinfo record: 'generated' or 'annotated'
+    pages; None for any other WARC (a crawl's)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    for record in ArchiveIterator(fileobj):
+        if record.rec_type != "warcinfo":
+            return None
+        fields = dict(line.split(": ", 1) for line in record.content_stream().read().decode().splitlines() if ": " in line)
+        return fields.get("pages") if fields.get("software") == "corpus.sample" else None
+    return None
 
 
 def read_gold(path: Path) -> list[dict]:
