@@ -148,3 +148,34 @@ def test_the_paper_config_fits_its_nodes_at_the_paper_shape_and_a_small_node_is_
     problems = what_does_not_fit(global_stage_needs(small, pilot, input_files=46_400))
     assert any(p.startswith("minhash-cluster needs") and "postprocess.minhash.cluster_resources" in p for p in problems)
     assert any(p.startswith("minhash-buckets would hold 2,900 files open") for p in problems)
+
+
+SHARED_SETS = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_SETS.is_dir(), reason="needs ../shared/data/extraction (the annotated page sets)")
+def test_a_pilot_on_real_pages_gives_real_page_rates_and_the_labelers_prompt_tokens(tmp_path, random_model, stub_server,
+                                                                                      capsys):
+    from corpus.sample import write_annotated_sample
+
+    sets = [SHARED_SETS / name / "pages.jsonl.gz" for name in ("cleaneval", "dragnet", "trafilatura-eval")]
+    warcs = [str(w) for w in write_annotated_sample(tmp_path / "real", sets, max_pages=8, files=2)]
+    raw = experiment(tmp_path / "out", 20_000)
+    raw["inputs"] = {"warc": warcs}
+    raw["arms"] = {"trafilatura": {"extractor": "trafilatura"},
+                   "dripper": {"extractor": "dripper", "batch_pages": 8,
+                               "labeler": {"kind": "endpoint", "url": stub_server, "model": "stub",
+                                           "tokenizer": str(random_model)}}}
+    plan_main([str(write(tmp_path / "exp.yaml", raw)), "--pilot-warc", *warcs])
+    plan = json.loads((tmp_path / "out" / "plan" / "plan.json").read_text())
+    assert plan["pilot"]["pages"] == "annotated"
+    assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot (annotated pages)"}
+    line = plan["labelers"]["dripper"]
+    tokens, source = line["prompt_tokens_per_page"]
+    assert tokens > 200 and source == f"pilot ({random_model}'s tokenizer)"
+    # trafilatura-eval's pages are mostly not English: the pre-filter keeps them from the labeler
+    assert line["pages_per_file_without_prefilter"] > line["pages_per_file"] > 0
+    assert line["gpu_hours_without_prefilter"] > line["gpu_hours"] > 0
+    printed = capsys.readouterr().out
+    assert "dripper labeler:" in printed and "without the language pre-filter" in printed and "generated" not in printed
