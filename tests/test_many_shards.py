@@ -52,13 +52,13 @@ def kept_after_each_dedup(config, arm: str) -> dict[str, set[str]]:
 
 def test_many_files_and_tasks_keep_exactly_the_records_of_a_one_task_run(tmp_path):
     warc, _ = write_sample(tmp_path / "sample", 300, seed=0)  # the demo's sample
-    one = make_config(tmp_path / "one", warc, ARMS)
+    one = make_config(tmp_path / "one", warc, ARMS, postprocess={"minhash": {"num_buckets": 4}})
     run_corpus(one, until="postprocess")
     many = make_config(tmp_path / "many", warc, {arm: {**options, "resources": {"tasks": FILES, "workers": 2}}
                                                  for arm, options in ARMS.items()},
                        inputs={"warc": split_warc(warc, tmp_path / "parts", FILES)},
                        postprocess={"resources": {"tasks": 5, "workers": 2}, "exact_dedup": {"finder_tasks": 3},
-                                    "minhash": {"batch_files": 2}})
+                                    "minhash": {"num_buckets": 4, "batch_files": 2}})
     run_corpus(many, until="postprocess")
     for arm in ARMS:
         expected, got = kept_after_each_dedup(one, arm), kept_after_each_dedup(many, arm)
