@@ -264,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     overlaps = overlap(config)
     path = config.output_root / "ledger.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"arms": arms, "overlap": overlaps}, indent=2) + "\n")
+    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
+                               indent=2) + "\n")
+    print(minhash_scope_line(config))
     if args.summary:
         stages = [r["stage"] for r in arms[0]["rows"]]
         print("documents: in → after " + " → ".join(stages))
@@ -274,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         print_ledger(arms, overlaps)
         print(f"wrote {path}")
     return 0
+
+
+def minhash_scope_line(config: ExperimentConfig) -> str:
+    """Which documents MinHash compared: it decides what 'near duplicate' removed."""
+    return {"snapshot": "MinHash scope: snapshot (near duplicates within one Common Crawl snapshot, as FineWeb)",
+            "global": "MinHash scope: global (near duplicates across every input file)"}[config.postprocess.minhash.scope]
 
 
 def summary_line(ledger: dict, stages: list[str]) -> str:
