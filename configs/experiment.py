@@ -96,11 +96,16 @@ class ExecutorConfig(StrictModel):
 
 
 class ExtractionConfig(StrictModel):
-    """Record-level limits applied identically before every arm."""
+    """Record-level limits applied identically before every arm, and the format every extractor
+    arm's documents are written in."""
 
     max_html_bytes: int = Field(5_000_000, ge=1)
     # decoded text with more control characters than this is binary, not HTML
     max_control_char_ratio: float = Field(0.05, ge=0, le=1)
+    # native: each extractor's own output (its Markdown dialect; the paper's setup). plain: every
+    # extractor arm's text with the Markdown marks removed by one function (corpus/extractors/plain.py),
+    # before the tokenizer's sample and post-processing see it, so that arms differ in content alone.
+    text_format: Literal["native", "plain"] = "native"
 
 
 # ---------------------------------------------------------------- post-processing
