@@ -72,6 +72,12 @@ class Interval:
         return asdict(self) | {"resolved": self.resolved}
 
 
+def is_result(interval: dict) -> bool:
+    """A difference the run resolves (an `Interval.to_json()`): its interval excludes zero and every
+    seed agrees in sign."""
+    return interval["resolved"] and interval["seeds_agree"]
+
+
 def interaction_variance(x: np.ndarray) -> float:
     """sigma^2 of the seed-by-document interaction of one arm's seeds x documents matrix: the
     residual mean square of the two-way layout (0 with one seed or one document)."""

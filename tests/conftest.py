@@ -125,3 +125,33 @@ def build_pretrain_corpus(root: Path) -> None:
             if not left:
                 break
         builder.finalize(f"{prefix}.idx")
+
+
+# ---------------------------------------------------------------- hand-made evaluation results
+
+
+def write_eval_run(config: ExperimentConfig, arm: str, seed: int, step: int, samples: dict[str, list[dict]],
+                   configs: dict[str, dict] | None = None, scored: dict[str, int] | None = None) -> Path:
+    """What evaluation.evaluate leaves for one checkpoint: `samples_<task>.jsonl` (`samples`: task ->
+    its logged documents, doc_id by position unless given) and a results.json whose per-task score
+    is the mean of each logged metric, with lm-eval's sample counts (`scored`, default: the
+    logged ones) and task configs (`configs`; default none: only the logged metrics are read)."""
+    out = config.eval_dir(arm, seed) / f"step_{step:07d}"
+    out.mkdir(parents=True)
+    results, counts, task_configs = {}, {}, {}
+    for task, docs in samples.items():
+        docs = [{"doc_id": i, **d} for i, d in enumerate(docs)]
+        metrics = [k for k in docs[0] if isinstance(docs[0][k], float)]
+        results[task] = {f"{m},none": sum(d[m] for d in docs) / len(docs) for m in metrics}
+        n = (scored or {}).get(task, len(docs))
+        counts[task] = {"original": n, "effective": n}
+        task_configs[task] = (configs or {}).get(task, {})
+        (out / f"samples_{task}.jsonl").write_text("".join(json.dumps(d | {"metrics": metrics}) + "\n" for d in docs))
+    (out / "results.json").write_text(json.dumps({"results": results, "group_subtasks": {}, "configs": task_configs,
+                                                  "n-samples": counts, "arm": arm, "seed": seed, "step": step}))
+    return out
+
+
+def metric_samples(metric: str, values) -> list[dict]:
+    """Logged documents carrying only `metric`'s value each."""
+    return [{metric: float(v)} for v in values]
