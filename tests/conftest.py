@@ -94,6 +94,32 @@ def pretrain_experiment(root: Path, training: dict | None = None, **sections) ->
     }
 
 
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory) -> Path:
+    """A random tiny Llama (PRETRAIN_MODEL's shape, 512 positions) with a SentencePiece tokenizer
+    (byte fallback: any text), a Hugging Face folder lm-eval's `hf` model loads."""
+    import random
+
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from configs.experiment import TokenizerConfig
+    from configs.model import ModelConfig
+    from corpus.sample.text import Prose
+    from corpus.tokens.tokenizer import train_sentencepiece
+    from pretrain.model import hf_config
+
+    folder = tmp_path_factory.mktemp("tiny-lm")
+    rng = random.Random(0)
+    train_sentencepiece([Prose(rng).paragraph() for _ in range(300)], TokenizerConfig(kind="sentencepiece", vocab_size=600),
+                        folder)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    torch.manual_seed(0)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL | {"seq_length": 512})
+    LlamaForCausalLM(hf_config(shape, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id)).save_pretrained(folder)
+    return folder
+
+
 def build_pretrain_corpus(root: Path) -> None:
     """What the corpus stage leaves for pretraining: the tokenizer folder and, for arms a and b,
     the same budget-cut dataset, written with megatron-core's IndexedDatasetBuilder."""
