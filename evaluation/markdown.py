@@ -183,9 +183,9 @@ def format_markdown(report: dict) -> list[str]:
         return []
     family = report["families"]["clean_text"]
     lines = ["## Format-dependent pairs", "",
-             "The same clean text in two views, plain and Markdown: a pair of arms whose difference changes sign "
-             "between the views, or is a result in one view only, depends on the reference's format, not only on "
-             "what the extractor kept.", ""]
+             "The same clean text in two views, plain and Markdown: a pair of arms whose difference is a result in "
+             "one view only, or opposite results in the two, depends on the reference's format, not only on what "
+             "the extractor kept (a pair that is noise in both views is noise).", ""]
     if not report["format_flags"]:
         return lines + ["No pair of arms depends on the view."]
     lines += ["| set | pair | plain | Markdown | why |", "|---|---|---|---|---|"]

@@ -184,8 +184,9 @@ def decision_rows(report: dict) -> list[dict]:
 
 
 def format_flags(report: dict, config: ExperimentConfig) -> list[dict]:
-    """Every pair of arms whose clean-text difference changes sign, or is a result in one view of
-    a set and not in the other."""
+    """Every pair of arms whose clean-text difference is a result in one view of a set and not in
+    the other, or a result in both with opposite signs. A pair that is noise in both views is
+    noise, whatever the signs of its two differences."""
     family = report["families"].get("clean_text")
     if not family:
         return []
@@ -199,9 +200,13 @@ def format_flags(report: dict, config: ExperimentConfig) -> list[dict]:
             if not a or not b:
                 continue
             flipped = (a["difference"] > 0) != (b["difference"] > 0)
-            if flipped or is_result(a) != is_result(b):
-                flags.append({"set": s.name, "pair": pair, "plain": a, "markdown": b,
-                              "why": "the sign flips" if flipped else "a result in one view only"})
+            if is_result(a) and is_result(b) and flipped:
+                why = "opposite results"
+            elif is_result(a) != is_result(b):
+                why = f"a result in {'plain text' if is_result(a) else 'Markdown'} only" + (", the sign flips" if flipped else "")
+            else:
+                continue
+            flags.append({"set": s.name, "pair": pair, "plain": a, "markdown": b, "why": why})
     return flags
 
 

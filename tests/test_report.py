@@ -160,7 +160,7 @@ def test_clean_text_decision_table_format_flags_and_every_pair(tmp_path):
     pair = clean["pairs"]["b − a"]
     assert pair["columns"]["plain"]["high"] < 0 < pair["columns"]["markdown"]["low"]
     (flag,) = report["format_flags"]
-    assert flag["pair"] == "b − a" and flag["why"] == "the sign flips"
+    assert flag["pair"] == "b − a" and flag["why"] == "opposite results"
     (row,) = report["decision"]
     assert row["clean_text:plain"]["resolved"] and row["accuracy:average"]["difference"] == 0
     for family in report["families"].values():  # every pair, each with low and high
