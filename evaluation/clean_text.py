@@ -32,7 +32,7 @@ from evaluation.offline_tasks import write_local_task
 from evaluation.suite import TASKS_DIR
 
 TEMPLATE = TASKS_DIR / "_clean_text_template"
-VIEW_TITLES = {"plain": "plain text", "markdown": "Markdown", None: "as lm-eval gives it"}
+VIEW_TITLES = {"plain": "plain text", "markdown": "Markdown"}
 
 
 @dataclass(frozen=True)
