@@ -7,8 +7,10 @@
 Checkpoints are the Hugging Face folders training exports (`<output_root>/train/<arm>/seed<S>/
 hf/step_*`). Each gets `<output_root>/eval/<arm>/seed<S>/step_*/`: `results.json` (lm-eval's
 results, group structure, task configs and versions, with arm, seed and step)
-and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, which the report's paired
-bootstrap reads). A checkpoint with `results.json` is done and skipped on a re-run.
+and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, from which the report reads
+every per-document score and the continuous metrics). The clean-text tasks of
+`evaluation.clean_text` (evaluation/clean_text.py) run in the same call as the suite's zero-shot
+tasks. A checkpoint with `results.json` is done and skipped on a re-run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from configs.base import ConfigError
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
+from evaluation.clean_text import clean_text_tasks, write_clean_text_tasks
 from evaluation.suite import TASKS_DIR, load_suite
 from slurm import console
 from slurm.jobs import BatchJob, sbatch, write_job
@@ -74,7 +77,17 @@ def task_manager(config: ExperimentConfig):
         os.environ.update(OFFLINE_ENV)
         folder = config.output_root / "eval" / "offline_tasks"
         paths.append(str(write_offline_tasks(folder, config.evaluation.offline_items)))
+    if config.evaluation.clean_text.sets:
+        paths.append(str(write_clean_text_tasks(config.output_root / "eval" / "clean_text", config.evaluation.clean_text)))
     return TaskManager(include_path=paths)
+
+
+def evaluated_tasks(config: ExperimentConfig, shots: int) -> list[str]:
+    """The tasks of one lm-eval call: the suite's with `shots` (both forms), and with zero shots the
+    clean-text tasks."""
+    suite = load_suite()
+    clean = [t.task for t in clean_text_tasks(config.evaluation.clean_text)] if shots == 0 else []
+    return [t for b in suite.benchmarks if b.shots == shots for t in b.tasks + (b.cloze or [])] + clean
 
 
 def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, progress=None) -> Path:
@@ -90,8 +103,8 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, pro
     if not cuda:
         torch.set_num_threads(options.cpu_threads)
     results: dict = {"results": {}, "group_subtasks": {}, "configs": {}, "versions": {}, "n-samples": {}}
-    for shots in sorted({b.shots for b in suite.benchmarks}):  # lm-eval takes one shot count per call
-        tasks = [t for b in suite.benchmarks if b.shots == shots for t in b.tasks + (b.cloze or [])]
+    for shots in sorted({0} | {b.shots for b in suite.benchmarks}):  # lm-eval takes one shot count per call
+        tasks = evaluated_tasks(config, shots)
         run = lm_eval.simple_evaluate(
             model="hf", model_args=f"pretrained={checkpoint},dtype={'bfloat16' if cuda else 'float32'}",
             tasks=tasks, num_fewshot=shots, task_manager=manager, batch_size=options.batch_size,
@@ -168,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     log = config.output_root / "logs" / "evaluate.log"
     with console.redirected(log):
         manager = task_manager(config)
-    tasks = sum(len(b.tasks + (b.cloze or [])) for b in load_suite().benchmarks)
+    tasks = sum(len(evaluated_tasks(config, shots)) for shots in {0} | {b.shots for b in load_suite().benchmarks})
     runs: dict[tuple[str, int], list[Path]] = {}
     for checkpoint in todo:
         info = checkpoint_info(checkpoint)

@@ -131,35 +131,50 @@ OFFLINE = {
 SPLITS = ("training_split", "validation_split", "test_split", "fewshot_split")
 
 
-def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
-    """Write data and YAMLs for every task of the suite; returns `out` (an lm-eval include_path)."""
+def included_yaml(task: str) -> Path:
+    """The YAML a local version of `task` includes: lm-eval's builtin one or the project's."""
     import lm_eval
 
-    builtin = Path(lm_eval.__file__).parent / "tasks"
+    source = OFFLINE[task][0]
+    return Path(source) if Path(source).is_absolute() else Path(lm_eval.__file__).parent / "tasks" / source
+
+
+def task_splits(task: str) -> list[str]:
+    """The dataset splits `task` names (training, validation, test, few-shot), each once."""
+    base = builtin_task_yaml(included_yaml(task))
+    return list(dict.fromkeys(base[k] for k in SPLITS if base.get(k)))
+
+
+def write_local_task(out: Path, task: str, include: Path, splits: dict[str, list[dict]]) -> None:
+    """`<task>.<split>.jsonl` per split and `<task>.yaml`, which includes `include` (keeping its
+    name, prompt, choices and metrics) and reads those files instead of its dataset."""
+    data_files = {}
+    for split, docs in splits.items():
+        path = out / f"{task}.{split}.jsonl"
+        write_atomically(path, "".join(json.dumps(doc) + "\n" for doc in docs))
+        data_files[split] = str(path.resolve())
+    config = {"include": str(include), "task": task, "dataset_path": "json", "dataset_name": None,
+              "dataset_kwargs": {"data_files": data_files}}
+    write_atomically(out / f"{task}.yaml", yaml.safe_dump(config, sort_keys=False))
+
+
+def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
+    """Write data and YAMLs for every task of the suite; returns `out` (an lm-eval include_path)."""
     out.mkdir(parents=True, exist_ok=True)
     missing = set(load_suite().all_tasks()) - set(OFFLINE)
     if missing:
         raise ValueError(f"no offline generator for {sorted(missing)}")
     for task in load_suite().all_tasks():
-        source, make_doc = OFFLINE[task]
-        source_path = builtin / source if not Path(source).is_absolute() else Path(source)
-        base = builtin_task_yaml(source_path)
-        data_files = {}
-        for key in (k for k in SPLITS if base.get(k)):
-            split = base[key]
-            if split in data_files:
-                continue
+        make_doc = OFFLINE[task][1]
+        splits = {}
+        for split in task_splits(task):
             rng = random.Random(f"{seed}:{task}:{split}")
-            path = out / f"{task}.{split}.jsonl"
-            _write_atomically(path, "".join(json.dumps(make_doc(Prose(rng), i)) + "\n" for i in range(items)))
-            data_files[split] = str(path.resolve())
-        config = {"include": str(source_path), "task": task, "dataset_path": "json", "dataset_name": None,
-                  "dataset_kwargs": {"data_files": data_files}}
-        _write_atomically(out / f"{task}.yaml", yaml.safe_dump(config, sort_keys=False))
+            splits[split] = [make_doc(Prose(rng), i) for i in range(items)]
+        write_local_task(out, task, included_yaml(task), splits)
     return out
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     """Concurrent evaluation jobs write the same files: each reader sees a whole one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(text)

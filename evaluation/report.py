@@ -1,24 +1,31 @@
-"""The comparison report: downstream scores per arm, the paired difference, and what led to them.
+"""The comparison report: downstream scores per arm, the paired differences, and what led to them.
 
     python -m evaluation.report [CONFIG]        (default: configs/local.yaml)
 
 Reads `<output_root>/eval/<arm>/seed<S>/step_*/` (results and per-document logs), and where they
-exist the extraction-quality summary and the ledger. Prints Markdown and writes
-`<output_root>/report/`: `report.md`, `summary.csv` (one row per arm), `tasks.csv` (one row per
-benchmark and arm), `report.json`, `curves_average.png` and `curves_categories.png`.
+exist the extraction-quality summary and the ledger. Prints the headline table and the decision
+table, and writes `<output_root>/report/`: `report.md` (everything below), `summary.csv` (one row
+per arm), `tasks.csv` (one row per benchmark or clean-text task, metric family and arm),
+`report.json` (every figure: per arm, seed, checkpoint, benchmark and metric; the paired
+difference of every pair of arms) and `curves_<family>.png`.
 
-- Scores are each arm's final checkpoint, mean over seeds ± the spread across seeds (sample
-  standard deviation). A benchmark's score is its suite metric (ARC: the mean of Easy and
-  Challenge); categories and the average are means over their benchmarks (the paper's Table 5).
-  Centered accuracy, (score − chance) / (1 − chance), puts tasks with different chance levels on
-  one scale; it is reported beside the raw average.
-- Differences to the first arm of the config come with a 95% interval from a paired bootstrap:
-  every replicate resamples the test documents of each task (the same documents for both arms)
-  and, with several seeds, the seeds (seed s of one arm paired with seed s of the other: same
-  initial weights and data order). A per-benchmark difference whose interval excludes zero is
-  marked `*`.
-- Missing pieces (runs not evaluated, tasks absent) are listed, and everything that exists is
-  still reported.
+- Every run is compared at the largest step all evaluated runs reached (evaluation/runs.py; with
+  `evaluation.average_last` k, the mean over the last k such steps, said wherever it is used).
+- The headline is the paper's Table 5 layout: per arm the suite's accuracy (lm-eval's own
+  numbers), mean ± spread across seeds, and centered accuracy beside the raw average.
+- Beside accuracy, continuous scores from the same logs (evaluation/metrics.py): bits per byte
+  of the gold answer and the probability on it per benchmark, and bits per byte on clean web
+  text in two views (evaluation/clean_text.py), its own category.
+- Differences between every pair of arms come with 95% intervals sound with 2-3 seeds
+  (evaluation/intervals.py). A difference is a result when its interval excludes zero and every
+  seed agrees in sign; the decision table opens the comparison with exactly that, per arm against
+  the reference arm (the config's first). Per-benchmark marks are Holm-adjusted over every pair
+  and benchmark of the family.
+- Noise measured from the run and the signal-to-noise ratio per family and score
+  (evaluation/noise.py); the clean-text pairs whose sign or resolution changes with the view are
+  flagged as format-dependent.
+- Missing pieces (runs not evaluated, tasks absent, checkpoints or documents that differ between
+  runs) are listed, and everything that exists is still reported.
 """
 
 from __future__ import annotations
@@ -28,35 +35,24 @@ import csv
 import json
 import statistics
 import sys
+from itertools import combinations
 from pathlib import Path
-
-import numpy as np
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
-from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, rows_by_name, summary_line
+from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, minhash_scope_line, rows_by_name
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
-from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Benchmark, Suite, load_suite
+from evaluation import markdown
+from evaluation.clean_text import clean_text_tasks
+from evaluation.intervals import holm, is_result, paired_interval, seed_variance
+from evaluation.metrics import DECISION, Family, families
+from evaluation.noise import signal_and_noise
+from evaluation.plots import plot_curves
+from evaluation.runs import Comparison, Run, compare, load_runs, run_score
+from evaluation.suite import COLUMNS, Benchmark, Suite, load_suite
 
-BOOTSTRAP_REPLICATES = 2000
-COLUMNS = ("average", *CATEGORIES)
-COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
-REPORTED_PACKAGES = ("datatrove", "trafilatura", "torch", "megatron-core", "lm-eval", "transformers", "vllm")
-
-
-# ---------------------------------------------------------------- reading results
-
-
-def load_runs(config: ExperimentConfig) -> list[dict]:
-    """Every evaluated checkpoint of the config's (arm, seed) runs: its results.json, the folder
-    holding its sample logs, and its training tokens (from the config, the one source of them)."""
-    runs = []
-    for arm, seed in config.runs():
-        for path in sorted(config.eval_dir(arm, seed).glob("step_*/results.json")):
-            result = json.loads(path.read_text())
-            runs.append(result | {"dir": path.parent, "tokens": config.pretrain.tokens_at(result["step"])})
-    return runs
+# ---------------------------------------------------------------- the headline: lm-eval's accuracies
 
 
 def task_score(result: dict, task: str, metric: str) -> float | None:
@@ -88,131 +84,133 @@ def category_means(scores: dict[str, float | None], suite: Suite, center: bool =
     return out
 
 
-def leaf_tasks(result: dict, task: str) -> list[str]:
-    """A task, or the tasks under a group (lm-eval's group_subtasks, recursively)."""
-    children = result.get("group_subtasks", {}).get(task)
-    if not children:
-        return [task]
-    return [leaf for child in children for leaf in leaf_tasks(result, child)]
+def _mean_over_steps(per_step: list[dict[str, float | None]]) -> dict[str, float | None]:
+    return {k: None if any(s[k] is None for s in per_step) else statistics.fmean(s[k] for s in per_step)
+            for k in per_step[0]}
 
 
-def item_scores(run: dict, task: str, metric: str) -> dict[tuple[str, int], float]:
-    """Per-document metric values of a task (all subtasks of a group), keyed by (subtask, doc_id)."""
-    out = {}
-    for leaf in leaf_tasks(run, task):
-        path = run["dir"] / f"samples_{leaf}.jsonl"
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                sample = json.loads(line)
-                if metric in sample:
-                    out[(leaf, int(sample["doc_id"]))] = float(sample[metric])
-    return out
+def headline_table(comparison: Comparison, suite: Suite, arms: list[str]) -> dict:
+    """Per arm and seed, the suite's accuracies as lm-eval reports them (results.json), at the
+    compared step (the mean over the compared steps with evaluation.average_last)."""
+    table = {}
+    for arm in arms:
+        seeds = sorted(comparison.by_arm[arm])
+        runs = [comparison.by_arm[arm][s] for s in seeds]
+        per_seed = [_mean_over_steps([benchmark_scores(r.result, suite, suite.headline) for r in rs]) for rs in runs]
+        standard = [_mean_over_steps([benchmark_scores(r.result, suite, "standard") for r in rs]) for rs in runs]
+        table[arm] = {
+            "seeds": seeds,
+            "steps": [max(r.step for r in rs) for rs in runs],
+            "tokens": [max(r.tokens for r in rs) for rs in runs],
+            "benchmarks": {b.name: [s[b.name] for s in per_seed] for b in suite.benchmarks},
+            "standard_form": {b.name: [s[b.name] for s in standard] for b in suite.benchmarks if b.cloze},
+            "columns": {c: [category_means(s, suite)[c] for s in per_seed] for c in COLUMNS},
+            "centered_columns": {c: [category_means(s, suite, center=True)[c] for s in per_seed] for c in COLUMNS},
+        }
+    return table
 
 
-# ---------------------------------------------------------------- statistics
+# ---------------------------------------------------------------- every family: scores, pairs, noise
 
 
-def mean_and_spread(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
-
-
-def paired_bootstrap(reference: list[dict], other: list[dict], suite: Suite, form: str,
-                     replicates: int = BOOTSTRAP_REPLICATES, seed: int = 0) -> dict:
-    """Difference other − reference (raw and centered) per benchmark, category and average,
-    with 95% intervals. `reference`/`other` are the final runs of each arm; seeds are paired by
-    their number and only seeds both arms have count; documents by (task, doc_id)."""
-    ref_by_seed = {r["seed"]: r for r in reference}
-    other_by_seed = {r["seed"]: r for r in other}
-    seeds = sorted(set(ref_by_seed) & set(other_by_seed))
-    if not seeds:
-        return {}
-    rng = np.random.default_rng(seed)
-    seed_draw = rng.integers(0, len(seeds), size=(replicates, len(seeds)))
-    bench_diffs, observed = {}, {}
-    for b in suite.benchmarks:
-        task_diffs, task_observed = [], []
-        for task in b.form(form):
-            items_ref = [item_scores(ref_by_seed[s], task, b.score) for s in seeds]
-            items_other = [item_scores(other_by_seed[s], task, b.score) for s in seeds]
-            common = sorted(set.intersection(*(set(i) for i in items_ref + items_other)))
-            if not common:
-                break
-            a = np.array([[items[k] for k in common] for items in items_ref])  # seeds x documents
-            c = np.array([[items[k] for k in common] for items in items_other])
-            draw = rng.integers(0, len(common), size=(replicates, len(common)))
-            per_seed = np.stack([(c[s][draw] - a[s][draw]).mean(axis=1) for s in range(len(seeds))])  # seeds x B
-            task_diffs.append(per_seed[seed_draw, np.arange(replicates)[:, None]].mean(axis=1))
-            task_observed.append(float((c - a).mean()))
-        else:
-            bench_diffs[b.name] = np.mean(task_diffs, axis=0)
-            observed[b.name] = float(np.mean(task_observed))
-    out = {"seeds": seeds, "benchmarks": {}, "columns": {}, "centered_columns": {}}
-    for name, draws in bench_diffs.items():
-        out["benchmarks"][name] = _interval(observed[name], draws)
-    for center, key in ((False, "columns"), (True, "centered_columns")):
-        for column in COLUMNS:
-            members = [b for b in suite.benchmarks if column == "average" or b.category == column]
-            if all(b.name in bench_diffs for b in members):
-                scale = [1 / (1 - b.chance) if center else 1.0 for b in members]
-                draws = np.mean([bench_diffs[b.name] * k for b, k in zip(members, scale, strict=True)], axis=0)
-                point = float(np.mean([observed[b.name] * k for b, k in zip(members, scale, strict=True)]))
-                out[key][column] = _interval(point, draws)
-    return out
-
-
-def _interval(point: float, draws: np.ndarray) -> dict:
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return {"difference": point, "ci_low": float(low), "ci_high": float(high),
-            "significant": bool(low > 0 or high < 0)}
-
-
-# ---------------------------------------------------------------- the report
-
-
-def final_runs(runs: list[dict]) -> dict[str, list[dict]]:
-    """Per arm, the last evaluated checkpoint of each seed."""
-    last: dict[tuple[str, int], dict] = {}
+def checkpoint_scores(runs: list[Run], family: Family) -> dict:
+    """family scores of every evaluated checkpoint: arm -> seed -> step -> units and columns."""
+    keys, out = family.task_keys(), {}
     for run in runs:
-        key = (run["arm"], run["seed"])
-        if key not in last or run["step"] > last[key]["step"]:
-            last[key] = run
-    out: dict[str, list[dict]] = {}
-    for (arm, _), run in sorted(last.items()):
-        out.setdefault(arm, []).append(run)
+        entry = {kind: {} for kind in ("units", "columns")}
+        for (kind, name), weights in family.scores().items():
+            score = run_score(run, weights, keys)
+            entry[kind][name] = None if score is None else score - family.offsets.get(name, 0.0)
+        out.setdefault(run.arm, {}).setdefault(str(run.seed), {})[str(run.step)] = entry
     return out
 
 
-def missing_pieces(config: ExperimentConfig, runs: list[dict], suite: Suite) -> list[str]:
-    notes = []
-    evaluated = {(r["arm"], r["seed"]) for r in runs}
-    for arm, seed in config.runs():
-        if (arm, seed) not in evaluated:
-            notes.append(f"{arm} seed {seed}: no evaluated checkpoint")
-    for run in runs:
-        absent = [t for t in suite.all_tasks() if t not in run["results"]]
-        if absent:
-            notes.append(f"{run['arm']} seed {run['seed']} step {run['step']}: tasks missing {absent}")
-    return notes
+def last_checkpoints(scores: dict, kind: str, name: str, last_step: int, k: int) -> list[list[float]]:
+    """Per run, its score at its last k evaluated checkpoints at or before `last_step`."""
+    out = []
+    for seeds in scores.values():
+        for steps in seeds.values():
+            values = [steps[s][kind][name] for s in sorted(steps, key=int) if int(s) <= last_step]
+            out.append([v for v in values[-k:] if v is not None])
+    return out
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
+def family_report(family: Family, comparison: Comparison, arms: list[str], noise_k: int) -> dict:
+    """A family's scores at every checkpoint, its final scores per arm and seed, the paired
+    difference of every pair of arms, and its signal and noise."""
+    keys = family.task_keys()
+    scores = checkpoint_scores(comparison.runs, family)
+    finals, noise = {"units": {}, "columns": {}}, {"units": {}, "columns": {}}
+    pairs: dict[str, dict] = {f"{b} − {a}": {"units": {}, "columns": {}} for a, b in combinations(arms, 2)}
+    seeds_of = {arm: sorted(comparison.by_arm[arm]) for arm in arms}
+    for (kind, name), weights in family.scores().items():
+        if not arms or any(not comparison.documents(t, keys[t]) for t in weights):
+            continue
+        matrices = {arm: {t: comparison.matrix(arm, seeds_of[arm], t, keys[t]) for t in weights} for arm in arms}
+        offset = family.offsets.get(name, 0.0)
+        finals[kind][name] = {arm: [float(sum(w * m[t][i].mean() for t, w in weights.items())) - offset
+                                    for i in range(len(seeds_of[arm]))] for arm, m in matrices.items()}
+        seeds = seed_variance(list(matrices.values()), weights)
+        for a, b in combinations(arms, 2):
+            paired = sorted(set(seeds_of[a]) & set(seeds_of[b]))
+            rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
+            interval = paired_interval({t: m[rows[a]] for t, m in matrices[a].items()},
+                                       {t: m[rows[b]] for t, m in matrices[b].items()}, weights, seeds)
+            pairs[f"{b} − {a}"][kind][name] = interval.to_json() | {"seeds": paired}
+        noise[kind][name] = signal_and_noise(finals[kind][name],
+                                             last_checkpoints(scores, kind, name, comparison.steps[-1], noise_k))
+        noise[kind][name]["seed_variance_df"] = seeds.df
+    tests = [(pair, unit) for pair, p in pairs.items() for unit in p["units"]]
+    for (pair, unit), adjusted in zip(tests, holm([pairs[pair]["units"][unit]["p"] for pair, unit in tests]), strict=True):
+        pairs[pair]["units"][unit] |= {"p_holm": adjusted, "resolved_holm": adjusted < 0.05}
+    return {"title": family.title, "lower_is_better": family.lower_is_better, "scale": family.scale, "unit": family.unit,
+            "decimals": family.decimals, "units": {u: sorted(t) for u, t in family.units.items()},
+            "columns": {c: family.column_titles[c] for c in family.columns},
+            "checkpoints": scores, "finals": finals, "pairs": pairs, "noise": noise}
 
 
-def _mean_cell(values: list[float | None]) -> str:
-    present = [v for v in values if v is not None]
-    if not present:
-        return "-"
-    mean, spread = mean_and_spread(present)
-    return f"{100 * mean:.2f} ± {100 * spread:.2f}" if len(present) > 1 else f"{100 * mean:.2f}"
+def decision_rows(report: dict) -> list[dict]:
+    """Per arm against the reference arm: accuracy average, continuous average (bits per byte of
+    the gold answers), clean-text bits per byte in each view."""
+    ref, rows = report["reference_arm"], []
+    for arm in report["arms"][1:]:
+        row = {"arm": arm, "reference": ref}
+        for family, column in DECISION:
+            interval = report["families"].get(family, {}).get("pairs", {}).get(f"{arm} − {ref}", {}) \
+                .get("columns", {}).get(column)
+            row[f"{family}:{column}"] = interval
+        rows.append(row)
+    return rows
 
 
-def _diff_cell(interval: dict | None) -> str:
-    if not interval:
-        return "-"
-    mark = "*" if interval["significant"] else ""
-    low, point, high = (round(100 * interval[k], 2) + 0.0 for k in ("ci_low", "difference", "ci_high"))  # no "-0.00"
-    return f"{point:+.2f}{mark} [{low:+.2f}, {high:+.2f}]"
+def format_flags(report: dict, config: ExperimentConfig) -> list[dict]:
+    """Every pair of arms whose clean-text difference is a result in one view of a set and not in
+    the other, or a result in both with opposite signs. A pair that is noise in both views is
+    noise, whatever the signs of its two differences."""
+    family = report["families"].get("clean_text")
+    if not family:
+        return []
+    flags = []
+    for s in config.evaluation.clean_text.sets:
+        if len(s.views) < 2:
+            continue
+        plain, markdown = (f"clean_text_{s.name}_{view}" for view in ("plain", "markdown"))
+        for pair, p in family["pairs"].items():
+            a, b = p["units"].get(plain), p["units"].get(markdown)
+            if not a or not b:
+                continue
+            flipped = (a["difference"] > 0) != (b["difference"] > 0)
+            if is_result(a) and is_result(b) and flipped:
+                why = "opposite results"
+            elif is_result(a) != is_result(b):
+                why = f"a result in {'plain text' if is_result(a) else 'Markdown'} only" + (", the sign flips" if flipped else "")
+            else:
+                continue
+            flags.append({"set": s.name, "pair": pair, "plain": a, "markdown": b, "why": why})
+    return flags
+
+
+# ---------------------------------------------------------------- where each arm's text came from
 
 
 def arm_source(arm) -> str:
@@ -251,117 +249,17 @@ def extraction_context(config: ExperimentConfig, ledgers: list[dict]) -> dict:
     return context
 
 
-def build_report(config: ExperimentConfig, suite: Suite | None = None, replicates: int = BOOTSTRAP_REPLICATES) -> dict:
-    suite = suite or load_suite()
-    runs = load_runs(config)
-    arm_ledgers = ledgers(config)
-    finals = final_runs(runs)
-    arms = [arm for arm in config.arms if arm in finals]
-    table = {}
-    for arm in arms:
-        per_seed = [benchmark_scores(r, suite, suite.headline) for r in finals[arm]]
-        standard = [benchmark_scores(r, suite, "standard") for r in finals[arm]]
-        means = [category_means(scores, suite) for scores in per_seed]
-        centered_means = [category_means(scores, suite, center=True) for scores in per_seed]
-        table[arm] = {
-            "seeds": [r["seed"] for r in finals[arm]],
-            "steps": [r["step"] for r in finals[arm]],
-            "tokens": [r["tokens"] for r in finals[arm]],
-            "benchmarks": {b.name: [s[b.name] for s in per_seed] for b in suite.benchmarks},
-            "standard_form": {b.name: [s[b.name] for s in standard] for b in suite.benchmarks if b.cloze},
-            "columns": {c: [m[c] for m in means] for c in COLUMNS},
-            "centered_columns": {c: [m[c] for m in centered_means] for c in COLUMNS},
-        }
-    differences = {}
-    if arms:
-        reference = arms[0]
-        for arm in arms[1:]:
-            differences[arm] = paired_bootstrap(finals[reference], finals[arm], suite, suite.headline, replicates)
-    curves = {}
+def missing_pieces(config: ExperimentConfig, runs: list[Run], tasks: list[str]) -> list[str]:
+    notes = []
+    evaluated = {(r.arm, r.seed) for r in runs}
+    for arm, seed in config.runs():
+        if (arm, seed) not in evaluated:
+            notes.append(f"{arm} seed {seed}: no evaluated checkpoint")
     for run in runs:
-        means = category_means(benchmark_scores(run, suite, suite.headline), suite)
-        point = curves.setdefault(run["arm"], {}).setdefault(run["tokens"], {c: [] for c in COLUMNS})
-        for column in COLUMNS:
-            if means[column] is not None:
-                point[column].append(means[column])
-    return {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
-            "reference_arm": arms[0] if arms else None, "table": table, "differences": differences,
-            "curves": {arm: {str(t): v for t, v in sorted(curves[arm].items())} for arm in config.arms if arm in curves},
-            "extraction": extraction_context(config, arm_ledgers), "ledgers": arm_ledgers,
-            "missing": missing_pieces(config, runs, suite),
-            "made_by": made_by(config)}
-
-
-def render_markdown(report: dict, suite: Suite) -> str:
-    arms, table, diffs, ref = report["arms"], report["table"], report["differences"], report["reference_arm"]
-    lines = [f"# {report['experiment']}: downstream scores per arm", ""]
-    if not arms:
-        return "\n".join(lines + ["No evaluated checkpoints yet."]) + "\n"
-    form = {"cloze": "cloze forms (MMLU: mmlu_continuation, CommonsenseQA: commonsense_qa_cloze)",
-            "standard": "standard (letter-choice) forms"}[report["headline_form"]]
-    lines += [f"Final checkpoint of each seed, mean ± spread across seeds, in %. Headline uses the {form}.", "",
-              "| arm | seeds | tokens | " + " | ".join(COLUMN_TITLES[c] for c in COLUMNS) + " | Avg (centered) |",
-              "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 1)]
-    for arm in arms:
-        t = table[arm]
-        lines.append(f"| {arm} | {len(t['seeds'])} | {max(t['tokens']):,} | "
-                     + " | ".join(_mean_cell(t["columns"][c]) for c in COLUMNS)
-                     + f" | {_mean_cell(t['centered_columns']['average'])} |")
-    for arm, d in diffs.items():
-        lines.append(f"| {arm} − {ref} | {len(d.get('seeds', []))} | | "
-                     + " | ".join(_diff_cell(d.get("columns", {}).get(c)) for c in COLUMNS)
-                     + f" | {_diff_cell(d.get('centered_columns', {}).get('average'))} |")
-    lines += ["", "Differences: paired bootstrap over test documents"
-              + (" and seeds" if any(len(d.get("seeds", [])) > 1 for d in diffs.values()) else "")
-              + ", 95% interval in brackets; `*`: the interval excludes zero.", "",
-              "| benchmark | category | metric | " + " | ".join(arms)
-              + "".join(f" | {a} − {ref}" for a in diffs) + " |",
-              "|---|---|---|" + "---:|" * (len(arms) + len(diffs))]
-    for b in suite.benchmarks:
-        tasks = "+".join(b.form(report["headline_form"]))
-        lines.append(f"| {b.name} ({tasks}) | {b.category} | {b.score} | "
-                     + " | ".join(_mean_cell(table[a]["benchmarks"][b.name]) for a in arms)
-                     + "".join(f" | {_diff_cell(diffs[a].get('benchmarks', {}).get(b.name))}" for a in diffs) + " |")
-        if b.cloze and report["headline_form"] == "cloze":
-            lines.append(f"| {b.name} ({'+'.join(b.tasks)}, letter choice) | {b.category} | {b.score} | "
-                         + " | ".join(_mean_cell(table[a]["standard_form"][b.name]) for a in arms)
-                         + " |" * len(diffs) + " |")
-    extraction = report["extraction"]
-    if extraction:
-        lines += ["", "## What each arm trained on", "",
-                  "| arm | source | ROUGE-5 F1 (extraction benchmark) | records | documents post-processed "
-                  "| tokens post-processed | documents in budget | tokens in budget |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|"]
-        for arm in arms:
-            e = extraction.get(arm, {})
-            counts = " | ".join(f"{e[key]:,}" if e.get(key) is not None else "-" for key in (
-                "records", "documents_post_processed", "tokens_post_processed", "documents_in_budget", "tokens_in_budget"))
-            rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
-            lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {counts} |")
-    return "\n".join(lines) + "\n"
-
-
-def render_ledger(report: dict) -> str:
-    """Every arm's documents through the corpus flow, one line each (corpus.accounting.ledger)."""
-    ledgers = report["ledgers"]
-    if not any(ledger["rows"] for ledger in ledgers):
-        return ""
-    stages = [r["stage"] for r in ledgers[0]["rows"]]
-    return "\n".join(["## Every record accounted for", "", "documents: in → after " + " → ".join(stages),
-                      *(summary_line(ledger, stages) for ledger in ledgers)]) + "\n"
-
-
-def render_outputs(config: ExperimentConfig) -> str:
-    root = config.output_root
-    where = {"extracted documents": root / "extract", "post-processed documents and what was removed": root / "post",
-             "tokenizer": config.tokenizer_dir(), "token-matched datasets": root / "datasets",
-             "checkpoints and training logs": root / "train", "lm-eval results and samples": root / "eval",
-             "library logs": root / "logs"}
-    return "\n".join(["## Where everything is", "", *(f"  {what}: {path}" for what, path in where.items() if path.exists())])
-
-
-def render_missing(report: dict) -> str:
-    return "\n".join(["## Missing", "", *[f"- {m}" for m in report["missing"]]]) + "\n" if report["missing"] else ""
+        absent = [t for t in tasks if t not in run.result["results"]]
+        if absent:
+            notes.append(f"{run.label()}: tasks missing {absent}")
+    return notes
 
 
 def made_by(config: ExperimentConfig) -> dict[str, dict]:
@@ -371,84 +269,78 @@ def made_by(config: ExperimentConfig) -> dict[str, dict]:
     return {config.relative(f): p for f in folders if (p := read_provenance(f))}
 
 
-def render_provenance(report: dict) -> str:
-    """Commit, config hash, package set and seeds; every folder made differently is named."""
-    made = report["made_by"]
-    if not made:
-        return ""
-    key = ("git_commit", "config_sha256", "package_set_sha256")
-    groups: dict[tuple, list[str]] = {}
-    for folder, p in made.items():
-        groups.setdefault(tuple(p.get(k) for k in key), []).append(folder)
-    first = next(iter(made.values()))
-    packages = ", ".join(f"{k} {v}" for k, v in first["packages"].items() if k in REPORTED_PACKAGES)
-    lines = ["## What made these numbers", "", f"- packages: {packages}; python {first['python']}",
-             "- seeds: " + ", ".join(f"{k} {v}" for k, v in first["seeds"].items())]
-    for (commit, config_hash, package_set), folders in groups.items():
-        where = "every output" if len(groups) == 1 else ", ".join(folders)
-        lines.append(f"- {where}: commit {commit}, config {config_hash[:12]}, package set {package_set[:12]}")
-    if len(groups) > 1:
-        lines.append("- **outputs made by different commits, configs or package sets: compare with care**")
-    return "\n".join(lines) + "\n"
+# ---------------------------------------------------------------- the report
+
+
+def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
+    suite = suite or load_suite()
+    evaluation = config.evaluation
+    clean = clean_text_tasks(evaluation.clean_text) if evaluation else []
+    runs = load_runs(config)
+    comparison = compare(runs, evaluation.average_last if evaluation else 1)
+    arms = [arm for arm in config.arms if arm in comparison.by_arm]
+    report = {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
+              "reference_arm": arms[0] if arms else None,
+              "compared_steps": comparison.steps,
+              "compared_tokens": config.pretrain.tokens_at(comparison.steps[-1]) if comparison.steps else None,
+              "average_last": evaluation.average_last if evaluation else 1,
+              "noise_checkpoints": evaluation.noise_checkpoints if evaluation else 3,
+              "table": headline_table(comparison, suite, arms),
+              "families": {name: family_report(f, comparison, arms, evaluation.noise_checkpoints if evaluation else 3)
+                           for name, f in families(suite, clean).items()} if arms else {}}
+    report["decision"] = decision_rows(report) if arms else []
+    report["format_flags"] = format_flags(report, config) if arms else []
+    report["clean_text_tasks"] = [{"task": t.task, "set": t.set, "view": t.view} for t in clean]
+    arm_ledgers = ledgers(config)
+    report |= {"extraction": extraction_context(config, arm_ledgers), "ledgers": arm_ledgers,
+               "minhash_scope": minhash_scope_line(config),
+               "comparison_notes": comparison.notes,
+               "missing": missing_pieces(config, runs, suite.all_tasks() + [t.task for t in clean]),
+               "made_by": made_by(config)}
+    return report
 
 
 def write_tables(report: dict, suite: Suite, out: Path) -> None:
+    """summary.csv: one row per arm (every family's columns); tasks.csv: one row per scored unit,
+    family and arm, with the difference to the reference arm."""
+    fams, ref = report["families"], report["reference_arm"]
     with open(out / "summary.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["arm", "seeds", *(f"{c}_{k}" for c in COLUMNS for k in ("mean", "std")),
-                         "average_centered_mean", "average_centered_std"])
+        header = ["arm", "seeds", *(f"{c}_{k}" for c in COLUMNS for k in ("mean", "std")),
+                  "average_centered_mean", "average_centered_std"]
+        extra = [(name, column) for name, fam in fams.items() if name != "accuracy" for column in fam["columns"]]
+        writer.writerow(header + [f"{name}_{column}_{k}" for name, column in extra for k in ("mean", "std")])
         for arm in report["arms"]:
             t = report["table"][arm]
             row = [arm, len(t["seeds"])]
-            for c in (*COLUMNS,):
+            for c in COLUMNS:
                 row += _stats(t["columns"][c])
-            writer.writerow(row + _stats(t["centered_columns"]["average"]))
+            row += _stats(t["centered_columns"]["average"])
+            for name, column in extra:
+                row += _stats(fams[name]["finals"]["columns"].get(column, {}).get(arm, []))
+            writer.writerow(row)
     with open(out / "tasks.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["benchmark", "category", "tasks", "metric", "arm", "mean", "std", "difference_to_reference",
-                         "ci_low", "ci_high", "significant"])
-        for b in suite.benchmarks:
-            for arm in report["arms"]:
-                d = report["differences"].get(arm, {}).get("benchmarks", {}).get(b.name, {})
-                writer.writerow([b.name, b.category, "+".join(b.form(report["headline_form"])), b.score, arm,
-                                 *_stats(report["table"][arm]["benchmarks"][b.name]),
-                                 d.get("difference"), d.get("ci_low"), d.get("ci_high"), d.get("significant")])
+        writer.writerow(["family", "benchmark", "category", "tasks", "metric", "arm", "mean", "std",
+                         "difference_to_reference", "low", "high", "p_holm", "resolved", "seeds_agree"])
+        for name, fam in fams.items():
+            for unit, tasks in fam["units"].items():
+                b = next((b for b in suite.benchmarks if b.name == unit), None)
+                metric = b.score if name == "accuracy" and b else name
+                for arm in report["arms"]:
+                    d = fam["pairs"].get(f"{arm} − {ref}", {}).get("units", {}).get(unit, {})
+                    values = report["table"][arm]["benchmarks"][unit] if name == "accuracy" else \
+                        fam["finals"]["units"].get(unit, {}).get(arm, [])
+                    writer.writerow([name, unit, b.category if b else "clean text", "+".join(tasks), metric, arm,
+                                     *_stats(values), d.get("difference"), d.get("low"), d.get("high"),
+                                     d.get("p_holm"), d.get("resolved"), d.get("seeds_agree")])
 
 
 def _stats(values: list[float | None]) -> list:
     present = [v for v in values if v is not None]
-    return list(mean_and_spread(present)) if present else [None, None]
-
-
-def plot_curves(report: dict, out: Path) -> list[Path]:
-    """Score against training tokens per arm, mean over seeds with a min-max band (Figures 4, 5)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    for name, columns in (("average", ["average"]), ("categories", list(CATEGORIES))):
-        fig, axes = plt.subplots(1, len(columns), figsize=(5 * len(columns), 3.6), squeeze=False)
-        for ax, column in zip(axes[0], columns, strict=True):
-            for arm, points in report["curves"].items():
-                xs = [int(t) for t, v in points.items() if v[column]]
-                ys = [[100 * x for x in points[str(t)][column]] for t in xs]
-                if not xs:
-                    continue
-                line, = ax.plot(xs, [statistics.fmean(y) for y in ys], marker="o", label=arm)
-                ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], alpha=0.2, color=line.get_color())
-            ax.set_title(COLUMN_TITLES[column])
-            ax.set_xlabel("training tokens")
-            ax.set_ylabel("score (%)")
-            ax.grid(alpha=0.3)
-        axes[0][0].legend()
-        fig.tight_layout()
-        path = out / f"curves_{name}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    if not present:
+        return [None, None]
+    return [statistics.fmean(present), statistics.stdev(present) if len(present) > 1 else 0.0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,18 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     report = build_report(config, suite)
     out = config.output_root / "report"
     out.mkdir(parents=True, exist_ok=True)
-    markdown = render_markdown(report, suite)
-    provenance, missing = render_provenance(report), render_missing(report)
-    (out / "report.md").write_text("\n".join(filter(None, [markdown, provenance, missing])))
-    # the console gets the headline table; report.md has every benchmark and what each arm read
-    print("\n".join(filter(None, [markdown.split("\nDifferences:")[0] + "\n", render_ledger(report), provenance,
-                                   missing, render_outputs(config)])))
+    (out / "report.md").write_text(markdown.report_markdown(report, suite))
+    print(markdown.console_text(report, suite, config))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
-    if report["curves"]:
-        plot_curves(report, out)
-    print(f"  report: {out}/report.md (every benchmark), report.json, summary.csv, tasks.csv"
-          + (", curves_*.png" if report["curves"] else ""))
+    figures = plot_curves(report, config, out)
+    print(f"  report: {out}/report.md (every benchmark and family), report.json, summary.csv, tasks.csv"
+          + "".join(f", {p.name}" for p in figures))
     return 0
 
 

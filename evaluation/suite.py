@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 SUITE_FILE = Path(__file__).with_name("suite.yaml")
 TASKS_DIR = Path(__file__).with_name("lm_eval_tasks")  # the project's task YAMLs (lm-eval include_path)
 CATEGORIES = ("knowledge", "reasoning", "reading")
+COLUMNS = ("average", *CATEGORIES)  # the headline's columns: the average and each category
 CATEGORY_TITLES = {"knowledge": "General Knowledge", "reasoning": "Reasoning", "reading": "Reading"}
 
 
@@ -28,6 +29,7 @@ class Benchmark(BaseModel):
     chance: float = Field(ge=0, lt=1)
     shots: int = Field(0, ge=0)
     items: list[int] = Field(min_length=1)  # documents of each task's scored split (hub version)
+    continuous: list[Literal["bpb", "p_gold"]] = []  # likelihood scores of the headline form (evaluation/metrics.py)
 
     @model_validator(mode="after")
     def _items_per_task(self) -> Benchmark:

@@ -94,6 +94,32 @@ def pretrain_experiment(root: Path, training: dict | None = None, **sections) ->
     }
 
 
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory) -> Path:
+    """A random tiny Llama (PRETRAIN_MODEL's shape, 512 positions) with a SentencePiece tokenizer
+    (byte fallback: any text), a Hugging Face folder lm-eval's `hf` model loads."""
+    import random
+
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from configs.experiment import TokenizerConfig
+    from configs.model import ModelConfig
+    from corpus.sample.text import Prose
+    from corpus.tokens.tokenizer import train_sentencepiece
+    from pretrain.model import hf_config
+
+    folder = tmp_path_factory.mktemp("tiny-lm")
+    rng = random.Random(0)
+    train_sentencepiece([Prose(rng).paragraph() for _ in range(300)], TokenizerConfig(kind="sentencepiece", vocab_size=600),
+                        folder)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    torch.manual_seed(0)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL | {"seq_length": 512})
+    LlamaForCausalLM(hf_config(shape, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id)).save_pretrained(folder)
+    return folder
+
+
 def build_pretrain_corpus(root: Path) -> None:
     """What the corpus stage leaves for pretraining: the tokenizer folder and, for arms a and b,
     the same budget-cut dataset, written with megatron-core's IndexedDatasetBuilder."""
@@ -125,3 +151,33 @@ def build_pretrain_corpus(root: Path) -> None:
             if not left:
                 break
         builder.finalize(f"{prefix}.idx")
+
+
+# ---------------------------------------------------------------- hand-made evaluation results
+
+
+def write_eval_run(config: ExperimentConfig, arm: str, seed: int, step: int, samples: dict[str, list[dict]],
+                   configs: dict[str, dict] | None = None, scored: dict[str, int] | None = None) -> Path:
+    """What evaluation.evaluate leaves for one checkpoint: `samples_<task>.jsonl` (`samples`: task ->
+    its logged documents, doc_id by position unless given) and a results.json whose per-task score
+    is the mean of each logged metric, with lm-eval's sample counts (`scored`, default: the
+    logged ones) and task configs (`configs`; default none: only the logged metrics are read)."""
+    out = config.eval_dir(arm, seed) / f"step_{step:07d}"
+    out.mkdir(parents=True)
+    results, counts, task_configs = {}, {}, {}
+    for task, docs in samples.items():
+        docs = [{"doc_id": i, **d} for i, d in enumerate(docs)]
+        metrics = [k for k in docs[0] if isinstance(docs[0][k], float)]
+        results[task] = {f"{m},none": sum(d[m] for d in docs) / len(docs) for m in metrics}
+        n = (scored or {}).get(task, len(docs))
+        counts[task] = {"original": n, "effective": n}
+        task_configs[task] = (configs or {}).get(task, {})
+        (out / f"samples_{task}.jsonl").write_text("".join(json.dumps(d | {"metrics": metrics}) + "\n" for d in docs))
+    (out / "results.json").write_text(json.dumps({"results": results, "group_subtasks": {}, "configs": task_configs,
+                                                  "n-samples": counts, "arm": arm, "seed": seed, "step": step}))
+    return out
+
+
+def metric_samples(metric: str, values) -> list[dict]:
+    """Logged documents carrying only `metric`'s value each."""
+    return [{metric: float(v)} for v in values]

@@ -138,7 +138,29 @@ def test_local_config_loads(tmp_path, monkeypatch):
     assert set(config.arms) == {"trafilatura", "dripper", "block_classifier", "whole_page", "gold"}
     assert config.tokenizer_arms() == ["trafilatura", "dripper", "block_classifier", "whole_page"]
     assert config.arms["dripper"].labeler.kind == "encoder"
-    assert config.inputs.sample is not None
+    assert config.inputs.sample is not None and config.extraction.text_format == "native"
+    assert [s.name for s in config.evaluation.clean_text.sets] == ["web"]
+    plain = load_experiment("configs/local-plain.yaml")  # the same experiment, every arm as plain text
+    assert plain.extraction.text_format == "plain"
+    differs = {"name", "output_root", "extraction", "arms"}  # the gold arm's default files lie under output_root
+    assert plain.model_dump(exclude=differs) == config.model_dump(exclude=differs)
+    assert plain.extraction.model_dump(exclude={"text_format"}) == config.extraction.model_dump(exclude={"text_format"})
+    assert {a: arm.model_dump() for a, arm in plain.arms.items() if a != "gold"} == \
+        {a: arm.model_dump() for a, arm in config.arms.items() if a != "gold"}
+
+
+@pytest.mark.parametrize("clean_text,message", [
+    ({"sets": [{"name": "web", "generated": {"seed": 0}}]}, "a seed of the training sample"),
+    ({"sets": [{"name": "web", "generated": {}, "jsonl": ["x.jsonl"]}]}, "exactly one of generated, jsonl"),
+    ({"sets": [{"name": "web", "jsonl": ["absent*.jsonl"]}]}, "no file matches 'absent*.jsonl'"),
+    ({"sets": [{"name": "Web page", "generated": {}}]}, "evaluation.clean_text.sets.0.name"),
+    ({"sets": [{"name": "web", "generated": {}}, {"name": "web", "generated": {"seed": 12}}]}, "names repeat"),
+])
+def test_bad_clean_text_sets_fail_at_load_with_the_key(tmp_path, clean_text, message):
+    data = minimal(tmp_path) | {"evaluation": {"clean_text": clean_text}}
+    with pytest.raises(ConfigError, match="evaluation") as err:
+        load_experiment(write(tmp_path, data))
+    assert message in str(err.value), str(err.value)
 
 
 def test_later_stages_need_the_sections_they_stand_on(tmp_path):

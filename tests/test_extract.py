@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, Pa
 from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
 from corpus.extractors.dripper.labelers.llm import build_llm_labeler
 from corpus.extractors.dripper.step import simplify_page
+from corpus.extractors.plain import plain_text
 from corpus.flow.run import run_corpus
 from corpus.sample import generate_pages, read_gold
 
@@ -87,6 +89,27 @@ def test_both_arms_on_the_sample_account_for_every_record(tmp_path, sample_dir, 
     records = len(read_gold(sample_dir / "gold.jsonl"))
     differ = {ledger["arm"]: ledger.get("records_differ") for ledger in ledgers(config)}
     assert differ == {"trafilatura": None, "dripper": f"read {records - 1} records where trafilatura read {records} (tasks 0)"}
+
+
+def test_plain_text_keeps_the_words_and_drops_the_marks():
+    markdown = ("# Title\nAccording to *x* and **bold** \\- escaped &amp; [link](http://a.b) ![img](x.png)\n\n"
+                "  * Home\n  * News\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```\ncode here\n```\n\n> quote\n\n---\n\n"
+                "end `inline`\nsecond line")
+    assert plain_text(markdown) == ("Title\n\nAccording to x and bold - escaped & link\n\nHome\nNews\n\na\tb\n1\t2\n\n"
+                                    "code here\n\nquote\n\nend inline\nsecond line")
+
+
+def test_plain_text_format_writes_every_arm_without_marks(tmp_path, sample_dir):
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                         {"trafilatura": TRAFILATURA, "whole_page": {"extractor": "html2text"}},
+                         extraction={"text_format": "plain"})
+    outputs = check_accounting(config, run_corpus(config, until="extract"), sample_dir)
+    marks = re.compile(r"^(#{1,6} |\s*[*+-] |\s*\d+\. |> )|\*\*", re.M)
+    for arm, docs in outputs.items():
+        assert docs and not any(marks.search(d["text"]) for d in docs.values()), arm
+    stats = json.loads(next((config.arm_dir("whole_page") / "logs" / "stats").glob("*.json")).read_text())
+    (step,) = [s for s in stats if "Plain text" in s["name"]]
+    assert step["stats"]["chars_removed"]["total"] > 0  # the whole page's navigation lists, its headings
 
 
 def test_rerun_skips_finished_tasks(tmp_path, sample_dir):

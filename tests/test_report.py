@@ -1,4 +1,4 @@
-"""The report's maths on hand-made result files: known scores in, known tables and intervals out."""
+"""The report's maths on hand-made result files: known scores in, known tables, intervals, notes out."""
 
 import json
 
@@ -6,30 +6,23 @@ import numpy as np
 import pytest
 
 from configs.experiment import ExperimentConfig
-from conftest import pretrain_experiment
-from evaluation.report import build_report, category_means, centered, final_runs, load_runs, main, paired_bootstrap
+from conftest import metric_samples, pretrain_experiment, write_eval_run
+from evaluation.markdown import report_markdown
+from evaluation.report import build_report, category_means, centered, main
 from evaluation.suite import load_suite
 
 SUITE = load_suite()
+CLEAN = {"clean_text": {"sets": [{"name": "web", "generated": {"pages": 4, "seed": 11}}]}}
 
 
-def write_run(config, arm, seed, step, items: dict[str, np.ndarray]) -> None:
-    """results.json and samples_<task>.jsonl with the given per-document scores of every task."""
-    out = config.eval_dir(arm, seed) / f"step_{step:07d}"
-    out.mkdir(parents=True)
-    results = {}
-    for task, values in items.items():
-        metric = SUITE.benchmark_of(task).score
-        results[task] = {f"{metric},none": float(np.mean(values))}
-        with open(out / f"samples_{task}.jsonl", "w") as f:
-            for i, v in enumerate(values):
-                f.write(json.dumps({"doc_id": i, metric: float(v)}) + "\n")
-    (out / "results.json").write_text(json.dumps({
-        "results": results, "group_subtasks": {}, "arm": arm, "seed": seed, "step": step}))
+def write_run(config, arm, seed, step, items: dict[str, np.ndarray], **kwargs):
+    """Every suite task's per-document score (under its benchmark's metric)."""
+    write_eval_run(config, arm, seed, step, {t: metric_samples(SUITE.benchmark_of(t).score, v) for t, v in items.items()},
+                   **kwargs)
 
 
-def config_for(tmp_path, seeds=(1, 2, 3)) -> ExperimentConfig:
-    raw = pretrain_experiment(tmp_path)
+def config_for(tmp_path, seeds=(1, 2, 3), **evaluation) -> ExperimentConfig:
+    raw = pretrain_experiment(tmp_path, evaluation=evaluation or {})
     raw["pretrain"]["seeds"] = list(seeds)
     return ExperimentConfig.model_validate(raw)
 
@@ -63,15 +56,32 @@ def test_seed_means_spreads_and_final_checkpoints(tmp_path):
     for seed, score in zip((1, 2, 3), (0.4, 0.5, 0.6), strict=True):
         write_run(config, "a", seed, 10, {t: constant_items(0.1) for t in SUITE.all_tasks()})  # an earlier step
         write_run(config, "a", seed, 20, {t: constant_items(score) for t in SUITE.all_tasks()})
-    report = build_report(config, SUITE, replicates=200)
+    report = build_report(config, SUITE)
     average = report["table"]["a"]["columns"]["average"]
     assert [round(v, 6) for v in average] == [0.4, 0.5, 0.6]  # the final step of each seed
-    assert report["table"]["a"]["steps"] == [20, 20, 20]
+    assert report["table"]["a"]["steps"] == [20, 20, 20] and report["compared_steps"] == [20]
     assert "b seed 1: no evaluated checkpoint" in report["missing"]
-    assert len(report["curves"]["a"]) == 2  # one point per training-token count
+    accuracy = report["families"]["accuracy"]
+    assert set(accuracy["checkpoints"]["a"]["1"]) == {"10", "20"}  # every checkpoint, per seed
+    assert accuracy["checkpoints"]["a"]["3"]["20"]["columns"]["average"] == pytest.approx(0.6)
+    # noise: seeds 0.4, 0.5, 0.6 -> SD 0.1; each run's two checkpoints 0.1 and its score
+    noise = accuracy["noise"]["columns"]["average"]
+    assert noise["seed_sd"] == pytest.approx(0.1) and noise["signal"] is None
+    assert noise["checkpoint_sd"] == pytest.approx(np.sqrt(np.mean([np.var([0.1, s], ddof=1) for s in (0.4, 0.5, 0.6)])))
 
 
-def test_bootstrap_interval_covers_a_known_difference_and_excludes_zero(tmp_path):
+def test_averaging_the_last_checkpoints_is_applied_and_stated(tmp_path):
+    config = config_for(tmp_path, seeds=(1,), average_last=2)
+    for arm in ("a", "b"):
+        for step, score in ((10, 0.2), (20, 0.4), (30, 0.6)):
+            write_run(config, arm, 1, step, {t: constant_items(score) for t in SUITE.all_tasks()})
+    report = build_report(config, SUITE)
+    assert report["compared_steps"] == [20, 30] and report["average_last"] == 2
+    assert report["table"]["a"]["columns"]["average"] == [pytest.approx(0.5)]
+    assert "the mean over steps 20, 30 (evaluation.average_last: 2)" in report_markdown(report, SUITE)
+
+
+def test_interval_covers_a_known_difference_and_excludes_zero(tmp_path):
     config = config_for(tmp_path)
     rng = np.random.default_rng(0)
     for seed in (1, 2, 3):
@@ -83,23 +93,78 @@ def test_bootstrap_interval_covers_a_known_difference_and_excludes_zero(tmp_path
             better[t] = w
         write_run(config, "a", seed, 5, base)
         write_run(config, "b", seed, 5, better)
-    finals = final_runs(load_runs(config))
-    result = paired_bootstrap(finals["a"], finals["b"], SUITE, SUITE.headline, replicates=500)
-    average = result["columns"]["average"]
-    assert average["difference"] == pytest.approx(0.15)
-    assert average["ci_low"] <= 0.15 <= average["ci_high"] and average["significant"]
-    assert all(d["significant"] for d in result["benchmarks"].values())
-    assert result["seeds"] == [1, 2, 3]
+    pair = build_report(config, SUITE)["families"]["accuracy"]["pairs"]["b − a"]
+    average = pair["columns"]["average"]
+    assert average["difference"] == pytest.approx(0.15) and average["seeds"] == [1, 2, 3]
+    assert average["low"] <= 0.15 <= average["high"] and average["resolved"] and average["seeds_agree"]
+    assert all(d["resolved_holm"] for d in pair["units"].values() if d["difference"])
 
 
-def test_bootstrap_interval_includes_zero_without_a_difference(tmp_path):
+def test_interval_includes_zero_without_a_difference(tmp_path):
     config = config_for(tmp_path, seeds=(1,))
     rng = np.random.default_rng(1)
     write_run(config, "a", 1, 5, {t: (rng.random(300) < 0.5).astype(float) for t in SUITE.all_tasks()})
     write_run(config, "b", 1, 5, {t: (rng.random(300) < 0.5).astype(float) for t in SUITE.all_tasks()})
-    finals = final_runs(load_runs(config))
-    average = paired_bootstrap(finals["a"], finals["b"], SUITE, SUITE.headline, replicates=500)["columns"]["average"]
-    assert average["ci_low"] < 0 < average["ci_high"] and not average["significant"]
+    average = build_report(config, SUITE)["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]
+    assert average["low"] < 0 < average["high"] and not average["resolved"] and average["seed_part"] == 0
+
+
+def test_a_missing_checkpoint_is_reported_not_filled(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2))
+    for arm in ("a", "b"):
+        for seed in (1, 2):
+            for step in (10, 20):
+                if (arm, seed, step) != ("b", 2, 20):  # b seed 2 stopped early
+                    write_run(config, arm, seed, step, {t: constant_items(step / 100) for t in SUITE.all_tasks()})
+    report = build_report(config, SUITE)
+    assert report["compared_steps"] == [10]  # the largest step every run reached, for every run
+    assert all(t["steps"] == [10, 10] for t in report["table"].values())
+    assert "a seed 1: evaluated up to step 20, compared at step 10 (the largest step every run reached); " \
+           "steps [20] not compared" in report["comparison_notes"]
+    assert not any(n.startswith("b seed 2") for n in report["comparison_notes"])
+
+
+def test_a_missing_document_is_reported_and_every_run_compared_on_the_same_ones(tmp_path):
+    config = config_for(tmp_path, seeds=(1,))
+    items = {t: constant_items(0.5, 40) for t in SUITE.all_tasks()}
+    write_run(config, "a", 1, 5, items)
+    short = dict(items, mmlu_continuation=np.ones(30))  # cut from 40 to 30 lines; lm-eval scored 40
+    write_run(config, "b", 1, 5, short, scored={"mmlu_continuation": 40})
+    report = build_report(config, SUITE)
+    notes = report["comparison_notes"]
+    assert "mmlu_continuation: b seed 1 step 5 logged 30 of the 40 documents lm-eval scored" in notes
+    assert "mmlu_continuation: compared on the 30 of 40 documents every run logged alike" in notes
+    mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
+    assert mmlu["difference"] == pytest.approx(1.0 - 20 / 30)  # the same 30 documents on both sides
+
+
+def clean_samples(bits_per_doc: list[float], nbytes: int = 100) -> list[dict]:
+    """Rolling log-likelihood documents of a clean-text task, `bits_per_doc` bits each."""
+    return [{"bits_per_byte": [-b * np.log(2), nbytes]} for b in bits_per_doc]
+
+
+def test_clean_text_decision_table_format_flags_and_every_pair(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2), **CLEAN)
+    rolling = {"output_type": "loglikelihood_rolling"}
+    rng = np.random.default_rng(2)
+    for seed in (1, 2):
+        for arm, plain, markdown in (("a", 60.0, 60.0), ("b", 50.0, 70.0)):  # b: better in plain text, worse in Markdown
+            samples = {t: metric_samples(SUITE.benchmark_of(t).score, constant_items(0.5, 20)) for t in SUITE.all_tasks()}
+            samples["clean_text_web_plain"] = clean_samples(list(plain + rng.normal(0, 1, 30)))
+            samples["clean_text_web_markdown"] = clean_samples(list(markdown + rng.normal(0, 1, 30)))
+            write_eval_run(config, arm, seed, 5, samples,
+                           configs={"clean_text_web_plain": rolling, "clean_text_web_markdown": rolling})
+    report = build_report(config, SUITE)
+    clean = report["families"]["clean_text"]
+    assert clean["finals"]["units"]["clean_text_web_plain"]["b"][0] == pytest.approx(0.5, abs=0.01)  # 50 bits / 100 bytes
+    pair = clean["pairs"]["b − a"]
+    assert pair["columns"]["plain"]["high"] < 0 < pair["columns"]["markdown"]["low"]
+    (flag,) = report["format_flags"]
+    assert flag["pair"] == "b − a" and flag["why"] == "opposite results"
+    (row,) = report["decision"]
+    assert row["clean_text:plain"]["resolved"] and row["accuracy:average"]["difference"] == 0
+    for family in report["families"].values():  # every pair, each with low and high
+        assert all({"low", "high"} <= set(i) for p in family["pairs"].values() for i in p["columns"].values())
 
 
 def test_report_renders_partial_results_and_writes_its_files(tmp_path, capsys):
@@ -107,10 +172,11 @@ def test_report_renders_partial_results_and_writes_its_files(tmp_path, capsys):
     items = {t: constant_items(0.5) for t in SUITE.all_tasks() if t != "coqa"}
     write_run(config, "a", 1, 5, items)
     path = tmp_path / "exp.yaml"
-    path.write_text(json.dumps(pretrain_experiment(tmp_path)))
+    raw = pretrain_experiment(tmp_path)
+    path.write_text(json.dumps(raw))
     assert main([str(path)]) == 0
     printed = capsys.readouterr().out
     assert "tasks missing ['coqa']" in printed and "b seed 1: no evaluated checkpoint" in printed
     report = config.output_root / "report"
-    for name in ("report.md", "report.json", "summary.csv", "tasks.csv", "curves_average.png", "curves_categories.png"):
+    for name in ("report.md", "report.json", "summary.csv", "tasks.csv", "curves_accuracy.png"):
         assert (report / name).stat().st_size > 0

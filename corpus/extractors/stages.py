@@ -1,10 +1,11 @@
 """The extraction stage of every extractor arm, one datatrove pipeline each:
 
     AccountedWarcReader (corpus.read.warc) ─► record guard and record-level filters
-    (corpus.extractors.prefilters) ─► the arm's extractor ─► JSONL
+    (corpus.extractors.prefilters) ─► the arm's extractor ─► [plain text] ─► JSONL
 
 Every arm reads the same files through the same reader and prefilters; what differs between arms
-is the extractor step alone.
+is the extractor step alone. With `extraction.text_format: plain` every arm's text then loses its
+Markdown marks in the same step (corpus.extractors.plain), so arms differ in content, not format.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig
+from corpus.extractors.plain import PlainText
 from corpus.extractors.prefilters import prefilter_steps
 from corpus.read.inputs import input_folder
 from corpus.read.warc import INPUT_FILES, AccountedWarcReader
@@ -24,6 +26,7 @@ def extraction_pipeline(config: ExperimentConfig, arm: str, base: str, paths_fil
                             retries=config.inputs.retries, files_log=str(config.arm_dir(arm) / "logs" / INPUT_FILES)),
         *prefilter_steps(config, arm),
         config.arms[arm].step(),
+        *([PlainText()] if config.extraction.text_format == "plain" else []),
         documents_writer(config.arm_dir(arm) / "output"),
     ]
 

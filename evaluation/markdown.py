@@ -1,0 +1,299 @@
+"""How the report is shown: `report.md` and the console's text, from the report's dict
+(evaluation/report.py computes everything; nothing here does arithmetic beyond formatting)."""
+
+from __future__ import annotations
+
+import statistics
+
+from configs.experiment import ExperimentConfig
+from corpus.accounting.ledger import summary_line
+from evaluation.intervals import is_result
+from evaluation.metrics import DECISION
+from evaluation.suite import CATEGORY_TITLES, COLUMNS, Suite
+
+COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
+REPORTED_PACKAGES = ("datatrove", "trafilatura", "torch", "megatron-core", "lm-eval", "transformers", "vllm")
+FAMILY_SHORT = {"accuracy": "accuracy", "bpb": "bits/byte of gold answers", "p_gold": "p(gold)",
+                "clean_text": "clean text bits/byte"}
+
+
+def _number(value: float, family: dict, sign: bool = False) -> str:
+    v = round(value * family["scale"], family["decimals"]) + 0.0  # no "-0.00"
+    return f"{v:+.{family['decimals']}f}" if sign else f"{v:.{family['decimals']}f}"
+
+
+def mean_cell(values: list[float | None], family: dict) -> str:
+    present = [v for v in values if v is not None]
+    if not present:
+        return "-"
+    if len(present) == 1:
+        return _number(present[0], family)
+    return f"{_number(statistics.fmean(present), family)} ± {_number(statistics.stdev(present), family)}"
+
+
+def diff_cell(interval: dict | None, family: dict, mark: bool = False) -> str:
+    """`+0.53 [-1.97, +3.17]`; with `mark`, `*` where the Holm-adjusted test resolves it."""
+    if not interval:
+        return "-"
+    star = "*" if mark and interval.get("resolved_holm") else ""
+    return (f"{_number(interval['difference'], family, True)}{star} "
+            f"[{_number(interval['low'], family, True)}, {_number(interval['high'], family, True)}]")
+
+
+def verdict(interval: dict, family: dict) -> str:
+    """What a difference says: a result (better or worse for the arm), or noise at this run's size."""
+    if is_result(interval):
+        better = (interval["difference"] < 0) == family["lower_is_better"]
+        return "**better**" if better else "**worse**"
+    return "resolved, seeds split" if interval["resolved"] else "noise"
+
+
+def _seed_note(report: dict) -> str:
+    seeds = {len(t["seeds"]) for t in report["table"].values()}
+    if seeds == {1}:
+        return (" With one seed per arm the seeds' noise is not measured: the intervals cover the test documents "
+                "alone.")
+    return ""
+
+
+def compared_line(report: dict) -> str:
+    steps = report["compared_steps"]
+    if not steps:
+        return "No step every evaluated run reached: nothing compared."
+    what = (f"the mean over steps {', '.join(map(str, steps))} (evaluation.average_last: {report['average_last']})"
+            if len(steps) > 1 else f"step {steps[-1]}")
+    return (f"Every run compared at {what}, {report['compared_tokens']:,} training tokens: the largest step every "
+            "evaluated run reached.")
+
+
+def headline_markdown(report: dict) -> list[str]:
+    arms, table, ref = report["arms"], report["table"], report["reference_arm"]
+    accuracy = report["families"]["accuracy"]
+    form = {"cloze": "cloze forms (MMLU: mmlu_continuation, CommonsenseQA: commonsense_qa_cloze)",
+            "standard": "standard (letter-choice) forms"}[report["headline_form"]]
+    lines = [f"Accuracy in %, mean ± spread across seeds; the headline uses the {form}. {compared_line(report)}", "",
+             "| arm | seeds | tokens | " + " | ".join(COLUMN_TITLES[c] for c in COLUMNS) + " | Avg (centered) |",
+             "|---|---:|---:|" + "---:|" * (len(COLUMNS) + 1)]
+    for arm in arms:
+        t = table[arm]
+        lines.append(f"| {arm} | {len(t['seeds'])} | {max(t['tokens']):,} | "
+                     + " | ".join(mean_cell(t["columns"][c], accuracy) for c in COLUMNS)
+                     + f" | {mean_cell(t['centered_columns']['average'], accuracy)} |")
+    for arm in arms[1:]:
+        d = accuracy["pairs"][f"{arm} − {ref}"]["columns"]
+        seeds = len(next(iter(d.values()), {}).get("seeds", []))
+        lines.append(f"| {arm} − {ref} | {seeds} | | " + " | ".join(diff_cell(d.get(c), accuracy) for c in COLUMNS)
+                     + f" | {diff_cell(d.get('average_centered'), accuracy)} |")
+    return lines
+
+
+def decision_markdown(report: dict) -> list[str]:
+    ref, fams = report["reference_arm"], report["families"]
+    shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
+    if not report["decision"]:
+        return []
+    lines = [f"## Decision: each arm against {ref}", "",
+             "A difference is a **result** when its 95% interval excludes zero and every seed agrees in sign "
+             "(`better`/`worse` for the arm); `noise`: this run cannot tell it from zero. Intervals: test documents "
+             "and training seeds (seed variance pooled over the arms), t with Satterthwaite's degrees of freedom "
+             "(evaluation/intervals.py)." + _seed_note(report), "",
+             "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    for row in report["decision"]:
+        cells = []
+        for f, c in shown:
+            interval = row[f"{f}:{c}"]
+            cells.append(f"{diff_cell(interval, fams[f])} {verdict(interval, fams[f])}" if interval else "-")
+        lines.append(f"| {row['arm']} − {ref} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _decision_title(family: dict, name: str, column: str) -> str:
+    lower = ", lower is better" if family["lower_is_better"] else ""
+    return f"{FAMILY_SHORT[name]}, {family['columns'][column]} ({family['unit']}{lower})"
+
+
+def unit_table(report: dict, name: str, suite: Suite) -> list[str]:
+    """One row per benchmark (or clean-text task): every arm's score and its difference to the
+    reference arm, `*` where Holm's adjustment over every pair and benchmark resolves it."""
+    family, arms, ref = report["families"][name], report["arms"], report["reference_arm"]
+    accuracy = name == "accuracy"
+    lines = ["| benchmark | " + ("category | metric | " if accuracy else "") + " | ".join(arms)
+             + "".join(f" | {a} − {ref}" for a in arms[1:]) + " |",
+             "|---|" + ("---|---|" if accuracy else "") + "---:|" * (2 * len(arms) - 1)]
+    for unit, tasks in family["units"].items():
+        b = next((b for b in suite.benchmarks if b.name == unit), None)
+        values = [report["table"][a]["benchmarks"][unit] if accuracy else family["finals"]["units"].get(unit, {}).get(a, [])
+                  for a in arms]
+        head = f"| {unit} ({'+'.join(tasks)}) | " + (f"{b.category} | {b.score} | " if accuracy else "") \
+            if b else f"| {unit} | "
+        lines.append(head + " | ".join(mean_cell(v, family) for v in values)
+                     + "".join(f" | {diff_cell(family['pairs'][f'{a} − {ref}']['units'].get(unit), family, mark=True)}"
+                               for a in arms[1:]) + " |")
+        if accuracy and b.cloze and report["headline_form"] == "cloze":
+            lines.append(f"| {unit} ({'+'.join(b.tasks)}, letter choice) | {b.category} | {b.score} | "
+                         + " | ".join(mean_cell(report["table"][a]["standard_form"][unit], family) for a in arms)
+                         + " |" * (len(arms) - 1) + " |")
+    return lines
+
+
+def family_section(report: dict, name: str, suite: Suite) -> list[str]:
+    family = report["families"][name]
+    scale = " in %" if family["scale"] == 100 else f" in {family['unit']}"
+    lines = [f"## {family['title']}", "",
+             f"Mean ± spread across seeds{scale}; differences to {report['reference_arm']} with 95% intervals, `*` "
+             "where the interval still excludes zero after Holm's adjustment over every pair of arms and every "
+             "benchmark of this table.", ""]
+    if name != "accuracy":
+        lines += column_table(report, name) + [""]
+    return lines + unit_table(report, name, suite)
+
+
+def column_table(report: dict, name: str) -> list[str]:
+    """Per arm the family's columns (average and categories, or the clean-text views)."""
+    family = report["families"][name]
+    columns = [c for c in family["columns"] if c in family["finals"]["columns"]]
+    lines = ["| arm | " + " | ".join(family["columns"][c] for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    for arm in report["arms"]:
+        lines.append(f"| {arm} | " + " | ".join(mean_cell(family["finals"]["columns"][c].get(arm, []), family)
+                                                for c in columns) + " |")
+    return lines
+
+
+def pairs_table(report: dict) -> list[str]:
+    """Every pair of arms on the decision's scores."""
+    fams = report["families"]
+    shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
+    pairs = list(fams["accuracy"]["pairs"])
+    if not pairs:
+        return []
+    lines = ["## Every pair of arms", "", "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    for pair in pairs:
+        cells = []
+        for f, c in shown:
+            interval = fams[f]["pairs"][pair]["columns"].get(c)
+            cells.append(f"{diff_cell(interval, fams[f])} {verdict(interval, fams[f])}" if interval else "-")
+        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def format_markdown(report: dict) -> list[str]:
+    if "clean_text" not in report["families"]:
+        return []
+    family = report["families"]["clean_text"]
+    lines = ["## Format-dependent pairs", "",
+             "The same clean text in two views, plain and Markdown: a pair of arms whose difference is a result in "
+             "one view only, or opposite results in the two, depends on the reference's format, not only on what "
+             "the extractor kept (a pair that is noise in both views is noise).", ""]
+    if not report["format_flags"]:
+        return lines + ["No pair of arms depends on the view."]
+    lines += ["| set | pair | plain | Markdown | why |", "|---|---|---|---|---|"]
+    for flag in report["format_flags"]:
+        lines.append(f"| {flag['set']} | {flag['pair']} | {diff_cell(flag['plain'], family)} "
+                     f"{verdict(flag['plain'], family)} | {diff_cell(flag['markdown'], family)} "
+                     f"{verdict(flag['markdown'], family)} | {flag['why']} |")
+    return lines
+
+
+def noise_markdown(report: dict) -> list[str]:
+    k = report["noise_checkpoints"]
+    lines = ["## Signal and noise", "",
+             "Seed SD: spread of an arm's score across its seeds (pooled over arms). Checkpoint SD: spread over a "
+             f"run's last {k} evaluated checkpoints (pooled over runs; Signal and Noise's noise, trend included). "
+             "Signal: max − min of the arms' scores. SNR: signal / checkpoint SD (and / seed SD). Scores in the "
+             "family's unit (accuracy and p(gold) in points).", "",
+             "| family | score | seed SD | checkpoint SD | signal | SNR | SNR (seeds) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for name, family in report["families"].items():
+        for kind in ("columns", "units"):
+            for score, n in family["noise"][kind].items():
+                title = family["columns"][score] if kind == "columns" else score
+                cells = [_number(n[k], family) if n[k] is not None else "-" for k in ("seed_sd", "checkpoint_sd", "signal")]
+                cells += [f"{n[k]:.2f}" if n[k] is not None else "-" for k in ("snr", "snr_seeds")]
+                lines.append(f"| {FAMILY_SHORT[name]} | {title} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def extraction_markdown(report: dict) -> list[str]:
+    extraction = report["extraction"]
+    if not extraction:
+        return []
+    lines = ["## What each arm trained on", "",
+             "| arm | source | ROUGE-5 F1 (extraction benchmark) | records | documents post-processed "
+             "| tokens post-processed | documents in budget | tokens in budget |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for arm in report["arms"]:
+        e = extraction.get(arm, {})
+        counts = " | ".join(f"{e[key]:,}" if e.get(key) is not None else "-" for key in (
+            "records", "documents_post_processed", "tokens_post_processed", "documents_in_budget", "tokens_in_budget"))
+        rouge = f"{e['rouge5_f1']:.4f}" if "rouge5_f1" in e else "-"
+        lines.append(f"| {arm} | {e.get('source', '-')} | {rouge} | {counts} |")
+    return lines
+
+
+def ledger_text(report: dict) -> str:
+    """Every arm's documents through the corpus flow, one line each (corpus.accounting.ledger)."""
+    ledgers = report["ledgers"]
+    if not any(ledger["rows"] for ledger in ledgers):
+        return ""
+    stages = [r["stage"] for r in ledgers[0]["rows"]]
+    return "\n".join(["## Every record accounted for", "", "documents: in → after " + " → ".join(stages),
+                      *(summary_line(ledger, stages) for ledger in ledgers)]) + "\n"
+
+
+def outputs_text(config: ExperimentConfig) -> str:
+    root = config.output_root
+    where = {"extracted documents": root / "extract", "post-processed documents and what was removed": root / "post",
+             "tokenizer": config.tokenizer_dir(), "token-matched datasets": root / "datasets",
+             "checkpoints and training logs": root / "train", "lm-eval results and samples": root / "eval",
+             "library logs": root / "logs"}
+    return "\n".join(["## Where everything is", "", *(f"  {what}: {path}" for what, path in where.items() if path.exists())])
+
+
+def missing_text(report: dict) -> str:
+    notes = [*report["comparison_notes"], *report["missing"]]
+    return "\n".join(["## Missing or left out", "", *[f"- {m}" for m in notes]]) + "\n" if notes else ""
+
+
+def provenance_text(report: dict) -> str:
+    """Commit, config hash, package set and seeds; every folder made differently is named."""
+    made = report["made_by"]
+    if not made:
+        return ""
+    key = ("git_commit", "config_sha256", "package_set_sha256")
+    groups: dict[tuple, list[str]] = {}
+    for folder, p in made.items():
+        groups.setdefault(tuple(p.get(k) for k in key), []).append(folder)
+    first = next(iter(made.values()))
+    packages = ", ".join(f"{k} {v}" for k, v in first["packages"].items() if k in REPORTED_PACKAGES)
+    lines = ["## What made these numbers", "", f"- packages: {packages}; python {first['python']}",
+             "- seeds: " + ", ".join(f"{k} {v}" for k, v in first["seeds"].items()), f"- {report['minhash_scope']}"]
+    for (commit, config_hash, package_set), folders in groups.items():
+        where = "every output" if len(groups) == 1 else ", ".join(folders)
+        lines.append(f"- {where}: commit {commit}, config {config_hash[:12]}, package set {package_set[:12]}")
+    if len(groups) > 1:
+        lines.append("- **outputs made by different commits, configs or package sets: compare with care**")
+    return "\n".join(lines) + "\n"
+
+
+def report_markdown(report: dict, suite: Suite) -> str:
+    title = [f"# {report['experiment']}: downstream scores per arm", ""]
+    if not report["arms"]:
+        return "\n".join(title + ["No evaluated checkpoints yet.", "", missing_text(report)])
+    sections = [title + headline_markdown(report), decision_markdown(report)]
+    sections += [family_section(report, name, suite) for name in report["families"]]
+    sections += [format_markdown(report), pairs_table(report), noise_markdown(report), extraction_markdown(report)]
+    text = "\n\n".join("\n".join(s) for s in sections if s) + "\n"
+    return "\n".join(filter(None, [text, provenance_text(report), missing_text(report)]))
+
+
+def console_text(report: dict, suite: Suite, config: ExperimentConfig) -> str:
+    """The headline and the decision table, every record accounted for, what made the numbers,
+    what is missing, where everything is (report.md has every benchmark and family)."""
+    title = [f"# {report['experiment']}: downstream scores per arm", ""]
+    if not report["arms"]:
+        return "\n".join(title + ["No evaluated checkpoints yet."]) + "\n" + missing_text(report)
+    tables = "\n\n".join("\n".join(s) for s in (title + headline_markdown(report), decision_markdown(report)) if s)
+    return "\n".join(filter(None, [tables + "\n", ledger_text(report), provenance_text(report), missing_text(report),
+                                   outputs_text(config)]))
