@@ -73,10 +73,10 @@ demo-plain: setup $(DEMO_ENCODER)/block_labeler.json $(DEMO_BLOCKS)/block_model.
 
 $(DEMO_ENCODER)/block_labeler.json: | setup
 	@mkdir -p $(dir $(DEMO_LOG))
-	@echo "== demo models: the encoder labeler, 200 generated pages, 100 s (log: $(DEMO_LOG))"
+	@echo "== demo models: the encoder labeler, 200 generated pages, 3 epochs (log: $(DEMO_LOG))"
 	@( $(PY) -m corpus.sample --out $(DEMO_TRAIN) --pages 200 --seed 1000 && \
 	   $(PY) -m corpus.extractors.dripper.labels build --pages $(DEMO_TRAIN)/gold.jsonl --out $(DEMO_TRAIN)/labels && \
-	   $(PY) -m corpus.extractors.dripper.training --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --max-seconds 100 \
+	   $(PY) -m corpus.extractors.dripper.training --data $(DEMO_TRAIN)/labels --out $(DEMO_ENCODER) --epochs 3 \
 	 ) >> $(DEMO_LOG) 2>&1 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
 # retrained when the code that defines its features changes (an older model is refused at load)
