@@ -28,6 +28,9 @@ class Stage:
     resources: Resources
     logs: Path
     needs: list[str] = field(default_factory=list)  # labels of the stages it waits for
+    # the folders only it writes: removed with its completion markers when it must run again whole
+    # (a step writes a shard's file only when the shard has something, so an old one would stay)
+    outputs: list[Path] = field(default_factory=list)
     one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
     part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
 

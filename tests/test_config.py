@@ -228,3 +228,12 @@ def test_an_option_of_another_kind_is_refused(tmp_path):
     data["arms"]["trafilatura"] = {"extractor": "resiliparse", "language": "German"}  # jusText's option
     with pytest.raises(ConfigError, match=r"arms\.trafilatura\.resiliparse\.language: Extra inputs"):
         load_experiment(write(tmp_path, data))
+
+
+def test_a_pretrained_tokenizer_waits_for_no_extraction(tmp_path):
+    from corpus.tokens.stages import tokenizer_stage
+
+    data = minimal(tmp_path) | {"tokenizer": {"kind": "sentencepiece", "vocab_size": 600}}
+    assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == ["extract-trafilatura"]
+    data["tokenizer"] = {"kind": "pretrained", "name_or_path": str(tmp_path)}  # re-extracting an arm cannot change it
+    assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == []

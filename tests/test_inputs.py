@@ -21,7 +21,7 @@ from corpus.flow.run import run_corpus
 from corpus.read.inputs import resolve_inputs, select_common_crawl
 from corpus.read.warc import FAILED, INPUT_FILES, READ_WHOLE, SKIPPED, AccountedWarcReader, InputFileError, read_input_files
 from corpus.sample import read_gold
-from evaluation.report import render_ledger
+from evaluation.markdown import ledger_text
 
 
 def fake_crawl(root, snapshot: str, n: int):
@@ -141,7 +141,7 @@ def test_skipped_files_are_counted_and_named_in_the_ledger(tmp_path, sample_dir)
     line = summary_line(ledger, [r["stage"] for r in ledger["rows"]])
     assert ("every record accounted for: NO (2 input files not read whole: random.warc.gz skipped as "
             "corrupt, truncated.warc.gz skipped as corrupt; unfinished: exact-signatures-a") in line
-    assert line in render_ledger({"ledgers": [ledger]})  # the report's ledger section
+    assert line in ledger_text({"ledgers": [ledger]})  # the report's ledger section
 
 
 def test_a_corrupt_gzip_member_in_the_middle_of_a_file_is_found(tmp_path, sample_dir):

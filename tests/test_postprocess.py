@@ -20,7 +20,7 @@ from corpus.flow.execute import forget_what_depends_on_reruns, run_local
 from corpus.flow.stages import corpus_stages
 from corpus.postprocess.exact_dedup import normalised_text
 from corpus.postprocess.positions import PositionsChanged
-from corpus.postprocess.steps import FILTER_STAGE, filter_steps
+from corpus.postprocess.steps import FILTER_STAGE, MINHASH_FILTER_STAGE, filter_steps
 from corpus.read.inputs import resolve_inputs
 from corpus.sample.text import Prose
 from corpus.stage import record_hash
@@ -56,9 +56,9 @@ def constructed_documents() -> tuple[list[list[dict]], dict[str, str]]:
     return shards, fate
 
 
-def write_extraction_output(config: ExperimentConfig, arm: str, shards: list[list[dict]]) -> None:
+def write_extraction_output(config: ExperimentConfig, arm: str, shards: list[list[dict]], replace: bool = False) -> None:
     out = config.arm_dir(arm) / "output"
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=replace)
     for rank, docs in enumerate(shards):
         with gzip.open(out / f"{rank:05d}.jsonl.gz", "wt", encoding="utf-8") as f:
             for d in docs:
@@ -199,10 +199,25 @@ def test_a_rerun_stage_reruns_what_is_built_on_it_and_a_filter_refuses_changed_d
     run_local(config, post)
     assert forget_what_depends_on_reruns(stages) == []
 
-    # arm a's extraction re-ran after its post-processing: all of a's post-processing runs again, not b's
+    # arm a's second extraction task re-ran after its post-processing, its exact copy (its shard's
+    # only duplicate) now a new article: all of a's post-processing runs again from nothing of its
+    # earlier run (an old duplicates file would drop the new article) and keeps it; b's does not run
+    kept = read_ids(config.post_dir("a") / "output")
+    assert shards[1][-1]["id"] == "exact-copy"
+    fresh = {"id": "fresh", "text": article(200), "url": "https://news.example.com/fresh"}
     time.sleep(0.01)
-    (config.arm_dir("a") / "logs" / "completions" / "00000").touch()
+    write_extraction_output(config, "a", [shards[0], shards[1][:-1] + [fresh]], replace=True)
+    (config.arm_dir("a") / "logs" / "completions" / "00001").touch()
     assert forget_what_depends_on_reruns(stages) == [s.label for s in post if s.arm == "a"]
+    run_local(config, post)
+    assert read_ids(config.post_dir("a") / "output") == kept | {"fresh"}
+
+    # a stage partly done when the stage it needs runs again is forgotten whole, not only its missing tasks
+    (config.post_dir("b") / "logs" / MINHASH_FILTER_STAGE / "completions" / "00001").unlink()
+    time.sleep(0.01)
+    (config.arm_dir("b") / "logs" / "completions" / "00000").touch()
+    assert f"{MINHASH_FILTER_STAGE}-b" in forget_what_depends_on_reruns(stages)
+    assert not (config.post_dir("b") / "logs" / MINHASH_FILTER_STAGE / "completions").exists()
     run_local(config, post)
 
     # b's documents changed behind the flow's back: its dedup filter refuses them

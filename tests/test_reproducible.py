@@ -97,6 +97,7 @@ def test_two_runs_write_byte_identical_outputs(clean, sample_dir):
     assert {".gz", ".bin", ".idx", ".json", ".model", ".sigs", ".dups"} <= kinds
     made = read_provenance(again.dataset_dir("trafilatura"))
     assert made["config_sha256"] and made["seeds"]["dataset.seed"] == 0 and made["packages"]["datatrove"]
+    assert read_provenance(again.tokenizer_dir()) == made  # every stage folder says what made it
 
 
 @pytest.mark.parametrize("label", ["extract-trafilatura", "filter-trafilatura", "tokenize-trafilatura"])

@@ -33,7 +33,7 @@ from corpus.accounting.summary import counters, files_cell, find_step, merged_st
 from corpus.postprocess.stages import arm_stages, postprocessed_arms
 from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
 from corpus.read.reference_steps import ReferenceDraw, TokenQuota
-from corpus.read.warc import AccountedWarcReader
+from corpus.read.warc import INPUT_FILES, read_input_files
 from corpus.stage import label, unfinished_tasks
 from corpus.tokens.budget import manifest_path
 from corpus.tokens.stages import dataset_stages, tokenizer_stage
@@ -149,26 +149,29 @@ def unfinished_stages(config: ExperimentConfig, arm: str) -> list[str]:
     return out
 
 
-def records_read(config: ExperimentConfig, arm: str) -> list[int]:
-    """Response records the arm's extraction read, task by task."""
-    tasks = config.arms[arm].resources.tasks
-    return [counters(find_step(steps, AccountedWarcReader)).get("response_records", 0) if steps else 0
-            for steps in (merged_stats(config.arm_dir(arm) / "logs", task)[0] for task in range(tasks))]
+def records_read(config: ExperimentConfig, arm: str) -> dict[str, int]:
+    """Response records the arm's extraction read, by input file (the reader's per-file records;
+    the arms may split the files into different tasks)."""
+    out: dict[str, int] = {}
+    for record in read_input_files(config.arm_dir(arm) / "logs" / INPUT_FILES):
+        out[record["file"]] = out.get(record["file"], 0) + record["records"]
+    return out
 
 
 def ledgers(config: ExperimentConfig) -> list[dict]:
-    """Every arm's ledger, with the check that every extractor arm read the same records (the
-    comparison's premise): an arm whose records differ from the first arm's is not accounted for."""
+    """Every arm's ledger, with the check that every extractor arm read the same records of the same
+    files (the comparison's premise): an arm that differs from the first arm is not accounted for."""
     out = [arm_ledger(config, arm) for arm in config.arms]
     arms = list(config.extractor_arms)
-    reference = {arm: records_read(config, arm) for arm in arms}
+    read = {arm: records_read(config, arm) for arm in arms}
+    first = read[arms[0]]
     for ledger in out:
-        arm = ledger["arm"]
-        mine, first = reference.get(arm), reference[arms[0]]
+        mine = read.get(ledger["arm"])
         if mine is not None and mine != first:
-            tasks = [t for t, (a, b) in enumerate(zip(mine, first, strict=False)) if a != b] if len(mine) == len(first) else []
-            ledger["records_differ"] = (f"read {sum(mine):,} records where {arms[0]} read {sum(first):,}"
-                                        + (f" (tasks {', '.join(map(str, tasks[:5]))})" if tasks else ""))
+            files = sorted(f for f in set(mine) | set(first) if mine.get(f) != first.get(f))
+            named = ", ".join(f"{f} {mine.get(f, 0):,} against {first.get(f, 0):,}" for f in files[:3])
+            ledger["records_differ"] = (f"read {sum(mine.values()):,} records where {arms[0]} read "
+                                        f"{sum(first.values()):,} ({named}{', …' if len(files) > 3 else ''})")
             ledger["accounted"] = False
     return out
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from configs.experiment import ExperimentConfig
 from corpus.extractors.plain import PlainText
-from corpus.extractors.prefilters import prefilter_steps
+from corpus.extractors.prefilters import LANGUAGE_PREFILTER, URL_BLOCKLIST, prefilter_steps
 from corpus.read.inputs import input_folder
 from corpus.read.warc import INPUT_FILES, AccountedWarcReader
 from corpus.stage import Stage, documents_writer
@@ -35,5 +35,7 @@ def extraction_stages(config: ExperimentConfig, base: str, paths_file: Path, arm
     """One stage per extractor arm (`arms`: only those) over the WARC files `paths_file` lists
     under `base`."""
     return [Stage("extract", arm, extraction_pipeline(config, arm, base, paths_file), config.arms[arm].resources,
-                  config.arm_dir(arm) / "logs", one_local_process=config.arms[arm].one_local_process)
+                  config.arm_dir(arm) / "logs", one_local_process=config.arms[arm].one_local_process,
+                  outputs=[config.arm_dir(arm) / "output", config.arm_dir(arm) / "logs" / INPUT_FILES,
+                           *(config.removed_dir(arm, name) for name in (URL_BLOCKLIST, LANGUAGE_PREFILTER))])
             for arm in arms or config.extractor_arms]

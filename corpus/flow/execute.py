@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+from datatrove.executor import SlurmPipelineExecutor
 from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
@@ -98,12 +99,20 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     return f"{n_in} → {written.get('total', 0)} documents{tokens}"
 
 
+class StageArrays(SlurmPipelineExecutor):
+    """datatrove's Slurm executor without its merge_stats job: the ledger reads every task's own
+    stats, and a stage that waited on that job would be held for good if it failed."""
+
+    def launch_merge_stats(self) -> None:
+        return None
+
+
 def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, list[str]]:
     """Submit every stage as job arrays that wait for every array of every stage they need
     (`afterok`: a failed task holds everything after it); returns each stage's job ids (none:
-    every task already done). datatrove splits a stage of more tasks than `max_array_size` into
-    several arrays and names only the last; every one is recorded here."""
-    from datatrove.executor import SlurmPipelineExecutor
+    every task already done). A stage of more tasks than `max_array_size` is several arrays
+    (datatrove names only the last; every one is recorded here), launched together, each running
+    its share of the stage's `workers` at once."""
     from datatrove.executor.slurm import default_job_id_retriever
 
     job_ids: dict[str, list[str]] = {}
@@ -116,46 +125,53 @@ def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, lis
             return arrays[-1]
 
         needs = [job for need in stage.needs for job in job_ids.get(need, [])]
-        executor = SlurmPipelineExecutor(
-            stage.pipeline, tasks=stage.tasks, workers=res.workers, time=res.time,
+        count = -(-max(stage.tasks - len(completion_times(stage)), 1) // config.executor.max_array_size)
+        executor = StageArrays(
+            stage.pipeline, tasks=stage.tasks, workers=max(1, res.workers // count), time=res.time,
             partition=res.partition, cpus_per_task=res.cpus_per_task, mem_per_cpu_gb=res.mem_per_cpu_gb,
             gpus_per_task=res.gpus_per_task, qos=res.qos, job_name=f"{config.executor.job_name_prefix}-{stage.label}",
             env_command=config.executor.env_command, logging_dir=str(stage.logs),
             slurm_logs_folder=str(stage.logs / "slurm_logs"), skip_completed=True,
             depends_job_id=":".join(needs) or None, max_array_size=config.executor.max_array_size,
-            job_id_retriever=record,
+            max_array_launch_parallel=True, job_id_retriever=record,
         )
         executor.run()
         job_ids[stage.label] = arrays
     return job_ids
 
 
-def completion_times(stage: Stage) -> list[float] | None:
-    """When each task of the stage completed (its datatrove completion marker); None while any
-    task has not."""
+def completion_times(stage: Stage) -> list[float]:
+    """When each task of the stage that completed did (its datatrove completion marker)."""
     done = stage.logs / "completions"
-    try:
-        return [(done / f"{rank:05d}").stat().st_mtime for rank in range(stage.tasks)]
-    except FileNotFoundError:
-        return None
+    return [p.stat().st_mtime for p in done.glob("[0-9]*")] if done.is_dir() else []
+
+
+def forget(stage: Stage) -> None:
+    """The stage will run again whole: its completion markers, its tasks' stats and every folder
+    it writes go, so nothing of an earlier run is read as if this one wrote it."""
+    for folder in [stage.logs / "completions", stage.logs / "stats", *stage.outputs]:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def forget_what_depends_on_reruns(stages: list[Stage]) -> list[str]:
-    """A stage runs again when a stage it needs runs again (a task without its completion marker)
-    or completed after it did (re-run since, e.g. an arm re-extracted alone): its completion
-    markers are removed, so it reruns whole and so does everything built on it. `stages` in
-    running order. Returns the labels of the completed stages forgotten this way."""
+    """A stage runs again whole when a stage it needs runs again (a task without its completion
+    marker) or completed after any of its own tasks did (re-run since, e.g. an arm re-extracted
+    alone): everything of its earlier run is forgotten (`forget`), and so it goes for every stage
+    built on it. `stages` in running order. Returns the labels of the stages forgotten that had
+    completed tasks."""
     reruns: set[str] = set()
     finished: dict[str, float] = {}  # when each stage that stays complete finished
     forgotten = []
     for stage in stages:
         times = completion_times(stage)
-        upstream_newer = times is not None and any(finished.get(need, 0.0) > min(times) for need in stage.needs)
-        if times is not None and (upstream_newer or any(need in reruns for need in stage.needs)):
-            shutil.rmtree(stage.logs / "completions")
-            forgotten.append(stage.label)
-            times = None
-        if times is None:
+        stale = any(need in reruns for need in stage.needs) or \
+            (times and any(finished.get(need, 0.0) > min(times) for need in stage.needs))
+        if stale or not times:  # a stage with no completed task runs whole: what an aborted run left goes
+            if times:
+                forgotten.append(stage.label)
+            forget(stage)
+            reruns.add(stage.label)
+        elif len(times) < stage.tasks:
             reruns.add(stage.label)
         else:
             finished[stage.label] = max(times)

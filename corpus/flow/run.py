@@ -46,14 +46,15 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
             raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
         print(f"warning (--allow-short): {short}", file=sys.stderr)
     stages = corpus_stages(config, base, paths_file, until, arms)
-    for folder in sorted({stage_folder(config, stage) for stage in stages}):
-        if warning := write_provenance(folder, config):
-            say(f"warning: {warning}")
     budget = next((stage for stage in stages if stage.name == "budget"), None)
     if budget is not None and budget_is_stale(config):  # cut for other arms, budget or seed: cut again
         shutil.rmtree(budget.logs / "completions", ignore_errors=True)
     if forgotten := forget_what_depends_on_reruns(stages):
         say(f"run again, built on a stage that runs again: {', '.join(forgotten)}")
+    # after forgetting: a stage that reruns whole removes its folders, the tokenizer's provenance with them
+    for folder in sorted({stage_folder(config, stage) for stage in stages}):
+        if warning := write_provenance(folder, config):
+            say(f"warning: {warning}")
     if executor == "slurm":
         for label, jobs in submit_slurm(config, stages).items():
             print(f"{label}: {'job ' + ', '.join(jobs) if jobs else 'done already'}")

@@ -50,39 +50,45 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
     counter = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
     by_snapshot = post.minhash.scope == "snapshot"
 
-    def stage(name: str, pipeline: list, needs: list[str], resources: Resources = res) -> Stage:
-        return Stage(name, arm, pipeline, resources, logs / name, needs, part=PART)
+    def stage(name: str, pipeline: list, needs: list[str], outputs: list, resources: Resources = res) -> Stage:
+        return Stage(name, arm, pipeline, resources, logs / name, needs, outputs=outputs, part=PART)
+
+    def removed(stage_name: str) -> list:
+        return [config.removed_dir(arm, s.name) for s in enabled_steps(config, stage_name, arm)]
 
     return [
         stage("exact-signatures", [
             documents_reader(extracted), DocumentsRead(str(exact / "read"), check=False),
             Sha256DedupSignature(str(exact / "signatures"), post.exact_dedup.finder_tasks),
-        ], [upstream]),
+        ], [upstream], [exact / "read", exact / "signatures"]),
         stage("exact-find", [
             Sha256FindDuplicates(str(exact / "signatures"), str(exact / "duplicates")),
-        ], [label("exact-signatures", arm)], global_resources(post.exact_dedup.find_resources, post.exact_dedup.finder_tasks)),
+        ], [label("exact-signatures", arm)], [exact / "duplicates"],
+            global_resources(post.exact_dedup.find_resources, post.exact_dedup.finder_tasks)),
         stage(FILTER_STAGE, [
             documents_reader(extracted), DocumentsRead(str(exact / "read"), check=True),
             *counter, *filter_steps(config, arm), documents_writer(post_dir / "filtered"),
-        ], [label("exact-find", arm)] + (["tokenizer"] if config.tokenizer else [])),
+        ], [label("exact-find", arm)] + (["tokenizer"] if config.tokenizer else []),
+            [post_dir / "filtered", *removed(FILTER_STAGE)]),
         stage("minhash-signatures", [
             documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=False),
             *([SnapshotTags(str(near / "tags"))] if by_snapshot else []),
             MinhashDedupSignature(str(near / "signatures"), config=minhash, language=post.word_tokenizer_language),
-        ], [label(FILTER_STAGE, arm)]),
+        ], [label(FILTER_STAGE, arm)], [near / "read", near / "tags", near / "signatures"]),
         stage("minhash-buckets", [
             MinhashBuckets(str(near / "signatures"), str(near / "buckets"), minhash,
                            tags_folder=str(near / "tags") if by_snapshot else None, batch_files=post.minhash.batch_files),
-        ], [label("minhash-signatures", arm)], global_resources(post.minhash.buckets_resources, minhash.num_buckets)),
+        ], [label("minhash-signatures", arm)], [near / "buckets"],
+            global_resources(post.minhash.buckets_resources, minhash.num_buckets)),
         stage("minhash-cluster", [
             MinhashClusters(str(near / "buckets"), str(near / "remove_ids"), records_folder=str(near / "read")),
-        ], [label("minhash-buckets", arm)], global_resources(post.minhash.cluster_resources, 1)),
+        ], [label("minhash-buckets", arm)], [near / "remove_ids"], global_resources(post.minhash.cluster_resources, 1)),
         stage(MINHASH_FILTER_STAGE, [
             documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=True),
             *(s.step(config, arm) for s in enabled_steps(config, MINHASH_FILTER_STAGE, arm)),
             documents_writer(post_dir / "output"),
             RecordIdWriter(str(post_dir / "ids")),
-        ], [label("minhash-cluster", arm)]),
+        ], [label("minhash-cluster", arm)], [post_dir / "output", post_dir / "ids", *removed(MINHASH_FILTER_STAGE)]),
     ]
 
 

@@ -139,6 +139,10 @@ def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
 
 def reference_stages(config: ExperimentConfig) -> list[Stage]:
     """Every reference arm's read stage; it counts tokens with the shared tokenizer, so it waits for it."""
+    def outputs(name: str, arm: ReferenceArm) -> list[Path]:
+        post = config.post_dir(name)
+        return [config.arm_dir(name) / "output"] if arm.postprocess else [post / "output", post / "ids"]
+
     return [Stage("read", name, reference_pipeline(config, name), arm.resources, config.arm_dir(name) / "logs",
-                  ["tokenizer"] if config.tokenizer else [])
+                  ["tokenizer"] if config.tokenizer else [], outputs=outputs(name, arm))
             for name, arm in config.reference_arms.items()]

@@ -19,9 +19,12 @@ def one_task(config_resources) -> Resources:
 
 
 def tokenizer_stage(config: ExperimentConfig) -> Stage:
-    sampled = [label("extract", arm) for arm in config.tokenizer_arms()]
+    """A trained tokenizer waits for the extraction of the arms it is trained on; a pretrained one
+    for nothing (so re-extracting an arm never makes it, or the stages that count with it, run
+    again)."""
+    sampled = [label("extract", arm) for arm in config.tokenizer_arms()] if config.tokenizer.kind == "sentencepiece" else []
     return Stage("tokenizer", None, [SharedTokenizer(config)], one_task(config.tokenizer.resources),
-                 config.output_root / "logs" / "tokenizer", sampled)
+                 config.output_root / "logs" / "tokenizer", sampled, outputs=[config.tokenizer_dir()])
 
 
 def dataset_stages(config: ExperimentConfig) -> list[Stage]:
@@ -34,7 +37,8 @@ def dataset_stages(config: ExperimentConfig) -> list[Stage]:
             DocumentKeys(str(tokens), save_filename=arm),
             MegatronDocumentTokenizer(str(tokens), save_filename=arm, tokenizer_name_or_path=str(config.tokenizer_file()),
                                       eos_token=config.tokenizer.eos_token),
-        ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final_stage(config, arm), "tokenizer"]))
+        ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final_stage(config, arm), "tokenizer"],
+            outputs=[tokens]))
     budget = Stage("budget", None, [TokenBudget(config)], one_task(config.dataset.resources),
                    config.output_root / "logs" / "budget", [stage.label for stage in tokenized])
     return [*tokenized, budget]
