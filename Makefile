@@ -91,7 +91,7 @@ $(DEMO_BLOCKS)/block_model.json: $(BLOCK_CLASSIFIER) | setup
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-logo --no-cache
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf out .pytest_cache

@@ -13,6 +13,12 @@ from corpus.sample import write_sample
 SAMPLE_PAGES = 40  # five of each template, plus the bad records
 
 
+def pytest_collection_modifyitems(items):
+    """The longest tests first (a real Slurm's, then the other slow ones): `make test` runs two
+    workers, a file each at a time, and they finish together when the long files start early."""
+    items.sort(key=lambda item: ("slurm_env" not in item.fixturenames, item.get_closest_marker("slow") is None))
+
+
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sample")

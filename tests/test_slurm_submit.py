@@ -47,6 +47,8 @@ def test_every_stage_waits_for_every_array_of_the_stages_it_needs(tmp_path, samp
         arrays.setdefault(job["name"].removeprefix("t-"), []).append(job)
     stages = corpus_stages(config, *resolve_inputs(config))
     assert set(arrays) == {stage.label for stage in stages}
+    parts = [stage.part_label for stage in stages]
+    assert all(parts[i] == parts[i + 1] or parts[i] not in parts[i + 1:] for i in range(len(parts) - 1))  # in one piece
     for stage in stages:
         jobs = arrays[stage.label]
         assert len(jobs) == -(-stage.tasks // 2), stage.label  # arrays of at most max_array_size tasks

@@ -34,7 +34,8 @@ def corpus_stages(config: ExperimentConfig, base: str, paths_file: Path, until: 
     built only for all of them."""
     stages = extraction_stages(config, base, paths_file, arms)
     if until != "extract" and not arms:
-        stages += [*reference_stages(config), *postprocess_stages(config), *token_stages(config)]
+        tokens = token_stages(config)  # the tokenizer listed first, so each arm's post-processing runs in one piece
+        stages += [*tokens[:1], *reference_stages(config), *postprocess_stages(config), *tokens[1:]]
     if until == "postprocess":
         stages = [s for s in stages if s.name not in DATASET_STAGES]
     return in_running_order(stages)
