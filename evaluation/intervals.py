@@ -65,8 +65,8 @@ class Interval:
 
     @property
     def resolved(self) -> bool:
-        """The interval excludes zero."""
-        return self.low > 0 or self.high < 0
+        """The interval excludes zero (an interval of no width, from no measured variation, never does)."""
+        return self.se > 0 and (self.low > 0 or self.high < 0)
 
     def to_json(self) -> dict:
         return asdict(self) | {"resolved": self.resolved}
@@ -128,8 +128,8 @@ def paired_interval(reference: Matrices, other: Matrices, weights: dict[str, flo
     if se > 0:
         half = float(stats.t.ppf(0.5 + level / 2, df)) * se
         p = float(2 * stats.t.sf(abs(difference) / se, df))
-    else:  # every document and seed gave the same difference
-        half, p = 0.0, 1.0 if difference == 0 else 0.0
+    else:  # no variation measured (one document and one seed, or every one the same): nothing to judge it by
+        half, p = 0.0, 1.0
     sign = np.sign(difference)
     return Interval(difference=difference, low=difference - half, high=difference + half, se=se, df=df, p=p,
                     per_seed=[float(x) for x in per_seed],

@@ -83,17 +83,21 @@ class UnitNoise:
 
 
 def column_variance(weights: dict[str, float], units: dict[str, dict[str, float]], items: dict[str, int],
-                    noise: dict[str, UnitNoise], seed_correlation: float, seeds: int) -> float:
-    """Var of the paired difference of sum_b w_b score_b (score_b = sum_t w_bt mean of task t)."""
+                    noise: dict[str, UnitNoise], seed_correlation: float, seeds: int,
+                    seed_variance: float | None = None) -> float:
+    """Var of the paired difference of sum_b w_b score_b (score_b = sum_t w_bt mean of task t).
+    `seed_variance`: the score's own net seed variance where measured, in place of the one built
+    from the units' seed SDs and one correlation."""
     documents = 0.0
     for unit, w in weights.items():
         n = noise[unit]
         shrink = (1 - n.seed_item_share) + n.seed_item_share / seeds
         documents += w ** 2 * sum(v ** 2 * 2 * n.item_variance * (1 - n.item_correlation) / items[t] * shrink
                                   for t, v in units[unit].items())
-    stds = {u: w * noise[u].seed_std for u, w in weights.items()}
-    seed = sum(a * b * (1.0 if u == v else seed_correlation) for u, a in stds.items() for v, b in stds.items())
-    return documents + 2 * seed / seeds
+    if seed_variance is None:
+        stds = {u: w * noise[u].seed_std for u, w in weights.items()}
+        seed_variance = sum(a * b * (1.0 if u == v else seed_correlation) for u, a in stds.items() for v, b in stds.items())
+    return documents + 2 * seed_variance / seeds
 
 
 def mdd(var: float) -> float:
@@ -103,10 +107,10 @@ def mdd(var: float) -> float:
 def seeds_needed(difference: float, var_at) -> int | None:
     """The fewest paired seeds whose minimum detectable difference is |difference| or less; None if
     even MAX_SEEDS are not enough (the documents' part alone is then too large) or there is no
-    difference to resolve."""
+    difference to resolve. At least 2: one seed cannot measure the seed noise a result must beat."""
     if difference == 0:
         return None
-    return next((s for s in range(1, MAX_SEEDS + 1) if mdd(var_at(s)) <= abs(difference)), None)
+    return next((s for s in range(2, MAX_SEEDS + 1) if mdd(var_at(s)) <= abs(difference)), None)
 
 
 # ---------------------------------------------------------------- assumed noise
@@ -153,9 +157,11 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
 # ---------------------------------------------------------------- measured noise
 
 
-def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> tuple[dict[str, UnitNoise], float]:
-    """Per unit of the family its noise, and rho_seed, from every arm's seeds x documents matrices
-    (arm -> task -> matrix, the report's comparison)."""
+def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
+        -> tuple[dict[str, UnitNoise], float, dict[str, float]]:
+    """Per unit of the family its noise, rho_seed, and each column's own net seed variance (the
+    units' SDs are clipped at zero one by one, which can understate a column's), from every arm's
+    seeds x documents matrices (arm -> task -> matrix, the report's comparison)."""
     arms = list(matrices)
 
     def pooled(values: list[tuple[float, int]]) -> float:  # (value, weight) pairs
@@ -195,7 +201,7 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -
         cross = sum(stds.values()) ** 2 - own
         if cross > 0:
             correlation = min(1.0, max(-1.0, (seed_net(family.task_weights("average")) - own) / cross))
-    return noise, correlation
+    return noise, correlation, {column: seed_net(family.task_weights(column)) for column in family.columns}
 
 
 def run_power(config: ExperimentConfig) -> dict:
@@ -215,12 +221,12 @@ def run_power(config: ExperimentConfig) -> dict:
         if len(arms) < 2 or not paired or any(not comparison.documents(t, keys[t]) for t in keys):
             continue
         matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms}
-        noise, correlation = measured_noise(family, matrices)
+        noise, correlation, column_seed = measured_noise(family, matrices)
         items = {t: matrices[arms[0]][t].shape[1] for t in keys}
 
-        def var_at(weights: dict[str, float], s: int, noise=noise, correlation=correlation, items=items,
-                   family=family) -> float:
-            return column_variance(weights, family.units, items, noise, correlation, s)
+        def var_at(score: str, weights: dict[str, float], s: int, noise=noise, correlation=correlation, items=items,
+                   family=family, column_seed=column_seed) -> float:
+            return column_variance(weights, family.units, items, noise, correlation, s, column_seed.get(score))
 
         scores = {**{c: family.columns[c] for c in family.columns if c != "average_centered"},
                   **{u: {u: 1.0} for u in family.units}}
@@ -230,11 +236,12 @@ def run_power(config: ExperimentConfig) -> dict:
             for score, weights in scores.items():
                 d = sum(w * v * float((matrices[arm][t] - matrices[arms[0]][t]).mean())
                         for u, w in weights.items() for t, v in family.units[u].items())
-                differences[arm][score] = {"difference": d, "seeds_needed": seeds_needed(d, lambda s, w=weights: var_at(w, s))}
+                differences[arm][score] = {"difference": d,
+                                           "seeds_needed": seeds_needed(d, lambda s, c=score, w=weights: var_at(c, w, s))}
         out["families"][name] = {
             "title": family.title, "scale": family.scale, "unit": family.unit, "items": items,
             "noise": {u: asdict(n) for u, n in noise.items()}, "seed_correlation": correlation,
-            "mdd": {score: mdd(var_at(weights, seeds)) for score, weights in scores.items()},
+            "mdd": {score: mdd(var_at(score, weights, seeds)) for score, weights in scores.items()},
             "titles": {score: family.column_titles.get(score, score) for score in scores},
             "differences": differences}
     return out

@@ -49,7 +49,7 @@ from evaluation.intervals import holm, is_result, paired_interval, seed_variance
 from evaluation.metrics import DECISION, Family, families
 from evaluation.noise import signal_and_noise
 from evaluation.plots import plot_curves
-from evaluation.runs import Comparison, Run, compare, load_runs, run_score
+from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
 from evaluation.suite import COLUMNS, Benchmark, Suite, load_suite
 
 # ---------------------------------------------------------------- the headline: lm-eval's accuracies
@@ -113,12 +113,17 @@ def headline_table(comparison: Comparison, suite: Suite, arms: list[str]) -> dic
 # ---------------------------------------------------------------- every family: scores, pairs, noise
 
 
-def checkpoint_scores(runs: list[Run], family: Family) -> dict:
-    """family scores of every evaluated checkpoint: arm -> seed -> step -> units and columns."""
+def checkpoint_scores(comparison: Comparison, family: Family) -> dict:
+    """family scores of every evaluated checkpoint: arm -> seed -> step -> units and columns. A
+    checkpoint whose samples log of a task is short has no score there (the curves and the noise
+    skip it), and the comparison's notes say so."""
     keys, out = family.task_keys(), {}
-    for run in runs:
+    for run in comparison.runs:
         entry = {kind: {} for kind in ("units", "columns")}
         for (kind, name), weights in family.scores().items():
+            for note in filter(None, (short_log(run, task) for task in weights)):
+                if note not in comparison.notes:
+                    comparison.notes.append(note)
             score = run_score(run, weights, keys)
             entry[kind][name] = None if score is None else score - family.offsets.get(name, 0.0)
         out.setdefault(run.arm, {}).setdefault(str(run.seed), {})[str(run.step)] = entry
@@ -139,7 +144,7 @@ def family_report(family: Family, comparison: Comparison, arms: list[str], noise
     """A family's scores at every checkpoint, its final scores per arm and seed, the paired
     difference of every pair of arms, and its signal and noise."""
     keys = family.task_keys()
-    scores = checkpoint_scores(comparison.runs, family)
+    scores = checkpoint_scores(comparison, family)
     finals, noise = {"units": {}, "columns": {}}, {"units": {}, "columns": {}}
     pairs: dict[str, dict] = {f"{b} − {a}": {"units": {}, "columns": {}} for a, b in combinations(arms, 2)}
     seeds_of = {arm: sorted(comparison.by_arm[arm]) for arm in arms}

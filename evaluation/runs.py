@@ -71,10 +71,19 @@ def value_name(key: str) -> str:
     return "bits" if key == "clean_bpb" else key
 
 
+def short_log(run: Run, task: str) -> str | None:
+    """The note for a task whose samples log is shorter than lm-eval's count, if it is."""
+    t = run.documents(task)
+    return f"{task}: {run.label()} logged {t.logged} of the {t.scored} documents lm-eval scored" if t.logged < t.scored else None
+
+
 def run_score(run: Run, tasks: dict[str, float], key_of: dict[str, str]) -> float | None:
-    """The weighted score of one checkpoint over every document it logged; None if a task has none."""
+    """The weighted score of one checkpoint over every document lm-eval scored; None if a task's
+    log is missing or shorter than that (a score of part of its documents is not that checkpoint's)."""
     total = 0.0
     for task, w in tasks.items():
+        if short_log(run, task):
+            return None
         if (task, key_of[task]) not in run._means:
             docs = [d for d, v in run.documents(task).values.items() if value_name(key_of[task]) in v]
             run._means[task, key_of[task]] = float(value_array(run, task, key_of[task], docs).mean()) if docs else None
@@ -129,8 +138,8 @@ class Comparison:
         every = sorted(set().union(*(t.hashes for t in logged)))
         common = [d for d in every if all(d in t.hashes for t in logged)]
         for run, t in zip(runs, logged, strict=True):
-            if t.logged < t.scored:
-                self.notes.append(f"{task}: {run.label()} logged {t.logged} of the {t.scored} documents lm-eval scored")
+            if note := short_log(run, task):
+                self.notes.append(note)
             elif len(t.hashes) < len(every):
                 self.notes.append(f"{task}: {run.label()} lacks {len(every) - len(t.hashes)} documents other runs logged")
         same = [d for d in common if len({t.hashes[d] for t in logged}) == 1]
@@ -163,7 +172,10 @@ def compare(runs: list[Run], average_last: int) -> Comparison:
     notes = []
     if len(steps) < average_last:
         notes.append(f"evaluation.average_last is {average_last}, but every run reached only {len(steps)} common steps")
+    every_step = set().union(*steps_of.values())
     for (arm, seed), reached in sorted(steps_of.items()):
+        if missing := sorted(every_step - reached):
+            notes.append(f"{arm} seed {seed}: no evaluated checkpoint at steps {missing}, which other runs have")
         later = sorted(s for s in reached if s > steps[-1])
         if later:
             notes.append(f"{arm} seed {seed}: evaluated up to step {later[-1]}, compared at step {steps[-1]} "

@@ -71,5 +71,11 @@ def test_interval_with_one_seed_covers_the_documents_alone():
     assert interval.seeds_agree and interval.per_seed == [0.5]
 
 
+def test_no_measured_variation_is_never_a_result():
+    reference, other = {"t": np.array([[0.0]])}, {"t": np.array([[1.0]])}  # one document, one seed
+    interval = paired_interval(reference, other, {"t": 1.0}, seed_variance([reference, other], {"t": 1.0}))
+    assert interval.difference == 1.0 and interval.se == 0 and interval.p == 1.0 and not interval.resolved
+
+
 def test_holm_adjusts_step_down():
     assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])

@@ -65,6 +65,9 @@ def test_column_variance_on_made_up_noise():
     docs_y = 0.25 * (2 * 0.1 * 0.5 / 20 + 2 * 0.1 * 0.5 / 40)
     seeds = 2 / 3 * (0.25 * 0.03 ** 2 + 0.25 * 0.01 ** 2 + 2 * 0.4 * 0.5 * 0.03 * 0.5 * 0.01)
     assert var == pytest.approx(0.25 * docs_x + 0.25 * docs_y + seeds)
+    # a column's own measured seed variance, where given, replaces the one built from the units'
+    measured = column_variance({"x": 0.5, "y": 0.5}, units, items, noise, seed_correlation=0.4, seeds=3, seed_variance=0.002)
+    assert measured == pytest.approx(0.25 * docs_x + 0.25 * docs_y + 2 * 0.002 / 3)
 
 
 def test_power_from_a_run_equals_a_hand_computation(tmp_path):

@@ -121,7 +121,7 @@ def test_a_missing_checkpoint_is_reported_not_filled(tmp_path):
     assert all(t["steps"] == [10, 10] for t in report["table"].values())
     assert "a seed 1: evaluated up to step 20, compared at step 10 (the largest step every run reached); " \
            "steps [20] not compared" in report["comparison_notes"]
-    assert not any(n.startswith("b seed 2") for n in report["comparison_notes"])
+    assert "b seed 2: no evaluated checkpoint at steps [20], which other runs have" in report["comparison_notes"]
 
 
 def test_a_missing_document_is_reported_and_every_run_compared_on_the_same_ones(tmp_path):
@@ -136,6 +136,21 @@ def test_a_missing_document_is_reported_and_every_run_compared_on_the_same_ones(
     assert "mmlu_continuation: compared on the 30 of 40 documents every run logged alike" in notes
     mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
     assert mmlu["difference"] == pytest.approx(1.0 - 20 / 30)  # the same 30 documents on both sides
+
+
+def test_a_short_log_of_a_checkpoint_not_compared_is_named_and_left_out_of_the_curves(tmp_path):
+    config = config_for(tmp_path, seeds=(1,))
+    items = {t: constant_items(0.5, 40) for t in SUITE.all_tasks()}
+    for arm in ("a", "b"):
+        for step in (3, 5):
+            cut = (arm, step) == ("b", 3)
+            write_run(config, arm, 1, step, dict(items, mmlu_continuation=np.ones(30)) if cut else items,
+                      **({"scored": {"mmlu_continuation": 40}} if cut else {}))
+    report = build_report(config, SUITE)
+    assert report["compared_steps"] == [5]
+    assert "mmlu_continuation: b seed 1 step 3 logged 30 of the 40 documents lm-eval scored" in report["comparison_notes"]
+    curves = report["families"]["accuracy"]["checkpoints"]["b"]["1"]
+    assert curves["3"]["units"]["MMLU"] is None and curves["5"]["units"]["MMLU"] == pytest.approx(0.5)
 
 
 def clean_samples(bits_per_doc: list[float], nbytes: int = 100) -> list[dict]:
