@@ -15,7 +15,7 @@ import pytest
 
 from configs.experiment import CommonCrawlInput, ExperimentConfig
 from conftest import make_config, output_hashes
-from corpus.accounting.ledger import arm_ledger, summary_line
+from corpus.accounting.ledger import arm_ledger, ledgers, summary_line
 from corpus.accounting.summary import counters, find_step, merged_stats
 from corpus.flow.run import run_corpus
 from corpus.read.inputs import resolve_inputs, select_common_crawl
@@ -142,6 +142,18 @@ def test_skipped_files_are_counted_and_named_in_the_ledger(tmp_path, sample_dir)
     assert ("every record accounted for: NO (2 input files not read whole: random.warc.gz skipped as "
             "corrupt, truncated.warc.gz skipped as corrupt; unfinished: exact-signatures-a") in line
     assert line in ledger_text({"ledgers": [ledger]})  # the report's ledger section
+
+
+def test_the_arm_that_read_other_records_than_most_is_the_one_named(tmp_path, sample_dir):
+    config = make_config(tmp_path, sample_dir / "sample.warc.gz", {a: {"extractor": "trafilatura"} for a in "abc"})
+    for arm, (first, second) in {"a": (9, 5), "b": (10, 5), "c": (10, 5)}.items():
+        logs = config.arm_dir(arm) / "logs" / INPUT_FILES
+        logs.mkdir(parents=True)
+        lines = [{"file": f, "records": n, "retries": 0, "outcome": READ_WHOLE}
+                 for f, n in (("f1.warc.gz", first), ("f2.warc.gz", second))]
+        (logs / "00000.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert {ledger["arm"]: ledger.get("records_differ") for ledger in ledgers(config)} == {
+        "a": "read 14 records where b, c read 15 (f1.warc.gz 9 against 10)", "b": None, "c": None}
 
 
 def test_a_corrupt_gzip_member_in_the_middle_of_a_file_is_found(tmp_path, sample_dir):
