@@ -38,7 +38,9 @@ from slurm.console import add_verbose_flag, apply_verbose_flag, say
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
                executor: str = "local", allow_short: bool = False) -> list[dict]:
     """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries. A full
-    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`."""
+    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`.
+    From a script, call it under `if __name__ == "__main__":`: the local executor's worker
+    processes import the calling script again, and without the guard they hang the run."""
     check_output_root(config.output_root)
     base, paths_file = resolve_inputs(config)
     if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
