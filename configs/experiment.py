@@ -323,6 +323,20 @@ class SlurmTraining(StrictModel):
     mem_gb: int = Field(512, ge=1)
     time: str = "48:00:00"
     qos: str = "normal"
+    # pyxis/enroot (`srun --container-image`), as most Megatron clusters run: an image with CUDA
+    # torch and Transformer Engine (nvcr.io#nvidia/pytorch:<tag>, or a .sqsh file). The repository,
+    # the output root and the config's folder are mounted at their own paths; list others here.
+    container_image: str | None = None
+    container_mounts: list[str] = []  # SRC:DST[:FLAGS]
+    # run inside the container before torchrun, in place of executor.env_command (which runs on
+    # the host): what makes the project's packages importable there (README: Transformer Engine)
+    container_env: str | None = None
+
+    @model_validator(mode="after")
+    def _container(self) -> SlurmTraining:
+        if self.container_image is None and (self.container_mounts or self.container_env):
+            raise ValueError("container_mounts and container_env need a container_image")
+        return self
 
 
 class TrainingConfig(StrictModel):
@@ -338,6 +352,9 @@ class TrainingConfig(StrictModel):
     checkpoint_every: int = Field(ge=1)  # steps; the last step is always saved
     log_every: int = Field(1, ge=1)
     peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
+    # the decoder's attention (pretrain/attention.py): Transformer Engine's layers, torch's SDPA
+    # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa
+    attention: Literal["auto", "te", "sdpa", "unfused"] = "auto"
     # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
     # (float sums depend on how the work is split between threads)
     cpu_threads: int = Field(2, ge=1)

@@ -51,6 +51,7 @@ def megatron_weights(model) -> dict[str, torch.Tensor]:
 
 
 def export_checkpoint(checkpoint: Path, out: Path) -> Path:
+    from pretrain.attention import resolve_attention
     from pretrain.checkpoint import load_model
     from pretrain.model import build_model
     from pretrain.platform import detect, init_distributed
@@ -58,7 +59,9 @@ def export_checkpoint(checkpoint: Path, out: Path) -> Path:
     run = read_run_info(checkpoint)
     platform = detect()
     init_distributed(platform)
-    model = build_model(ModelConfig.model_validate(run["model"]), run["vocab_size"], platform)
+    # the local spec's attentions share one state dict; Transformer Engine's layers have their own
+    attention = resolve_attention(run.get("attention", "unfused"), platform.is_cuda)
+    model = build_model(ModelConfig.model_validate(run["model"]), run["vocab_size"], platform, attention)
     step = load_model(checkpoint, model)
     return write_hf(megatron_weights(model), run, step, out)
 

@@ -1,7 +1,8 @@
 """The decoder: megatron-core's GPTModel in the Llama shape, and its one-to-one Hugging Face twin.
 
-`build_model` makes the GPTModel (local layer spec; Transformer Engine's spec on GPU nodes where
-it is installed). `hf_config` and `hf_state_dict` map the same model to `LlamaForCausalLM`: the
+`build_model` makes the GPTModel with the attention `pretrain.training.attention` resolves to
+(pretrain/attention.py: Transformer Engine's layer spec, or the local spec with SDPA or unfused
+attention). `hf_config` and `hf_state_dict` map the same model to `LlamaForCausalLM`: the
 fused QKV weight is split per query group ([q x heads-per-group, k, v] rows per group) and the
 SwiGLU `linear_fc1` into gate and up halves.
 """
@@ -27,25 +28,29 @@ def transformer_config(model: ModelConfig, platform: Platform):
     )
 
 
-def layer_spec(platform: Platform):
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+def layer_spec(attention: str):
+    """The layer spec of a resolved attention (`te`, `sdpa` or `unfused`: pretrain/attention.py)."""
+    from megatron.core.models.gpt.gpt_layer_specs import (
+        get_gpt_layer_local_spec,
+        get_gpt_layer_with_transformer_engine_spec,
+    )
 
-    if platform.is_cuda:
-        try:
-            import transformer_engine  # noqa: F401
-            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec
+    if attention == "te":
+        return get_gpt_layer_with_transformer_engine_spec()
+    spec = get_gpt_layer_local_spec(normalization="RMSNorm")
+    if attention == "sdpa":
+        from pretrain.attention import SdpaAttention
 
-            return get_gpt_layer_with_transformer_engine_spec()
-        except ImportError:
-            pass
-    return get_gpt_layer_local_spec(normalization="RMSNorm")
+        spec.submodules.self_attention.submodules.core_attention = SdpaAttention
+    return spec
 
 
-def build_model(model: ModelConfig, vocab_size: int, platform: Platform):
+def build_model(model: ModelConfig, vocab_size: int, platform: Platform, attention: str):
+    """The GPTModel with a resolved `attention` (`pretrain.attention.resolve_attention`)."""
     from megatron.core.models.gpt import GPTModel
 
     gpt = GPTModel(
-        config=transformer_config(model, platform), transformer_layer_spec=layer_spec(platform),
+        config=transformer_config(model, platform), transformer_layer_spec=layer_spec(attention),
         vocab_size=model.padded_vocab(vocab_size), max_sequence_length=model.seq_length,
         share_embeddings_and_output_weights=model.tie_embeddings, position_embedding_type="rope",
         rotary_base=model.rope_base,

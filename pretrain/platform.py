@@ -19,6 +19,7 @@ import torch
 @dataclass(frozen=True)
 class Platform:
     device: torch.device
+    name: str  # the GPU's name, or "cpu"
     backend: str  # torch.distributed backend
     dtype: torch.dtype  # parameters and activations
     peak_flops: float | None  # per device, for MFU
@@ -40,11 +41,11 @@ def detect(peak_flops: float | None = None, cpu_threads: int | None = None) -> P
         torch.cuda.set_device(local_rank)
         name = torch.cuda.get_device_name(local_rank)
         table = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
-        return Platform(torch.device("cuda", local_rank), "nccl", torch.bfloat16, peak_flops or table)
+        return Platform(torch.device("cuda", local_rank), name, "nccl", torch.bfloat16, peak_flops or table)
     use_cpu()
     if cpu_threads:
         torch.set_num_threads(cpu_threads)
-    return Platform(torch.device("cpu"), "gloo", torch.float32, peak_flops)
+    return Platform(torch.device("cpu"), "cpu", "gloo", torch.float32, peak_flops)
 
 
 def use_cpu() -> None:

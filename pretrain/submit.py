@@ -13,30 +13,53 @@ checkpoint. Finished runs are not submitted again. The job script is written to
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from pretrain.train import selected_runs
-from slurm.jobs import BatchJob, sbatch, write_job
+from slurm.jobs import REPO, BatchJob, sbatch, write_job
 
 
 def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> BatchJob:
     s = config.pretrain.slurm
     run_dir = config.run_dir(arm, seed).resolve()
+    config_file = Path(config_path).resolve()
+    torchrun = (f'torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} --rdzv-id="$SLURM_JOB_ID" '
+                f'--rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" '
+                f"-m pretrain.train {config_file} --arm {arm} --seed {seed}")
+    srun, env_command = "srun --kill-on-bad-exit=1", None
+    if s.container_image:
+        mounts = container_mounts([REPO, config.output_root.resolve(), config_file.parent], s.container_mounts)
+        srun += (f" --container-image={shlex.quote(s.container_image)} --container-mounts={shlex.quote(mounts)}"
+                 f" --container-workdir={REPO}")
+        inside = f"{s.container_env} && exec {torchrun}" if s.container_env else f"exec {torchrun}"
+        command = f"{srun} bash -c {shlex.quote(inside)}"
+        env_command = "# the environment is the container's (pretrain.slurm.container_image, container_env)"
+    else:
+        command = f"{srun} {torchrun}"
     return BatchJob(
         name=f"train-{arm}-seed{seed}", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task,
         mem_gb=s.mem_gb, output=run_dir / "slurm-%j.out", nodes=s.nodes, ntasks_per_node=1,
-        gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append",
+        gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append", env_command=env_command,
         commands=f"""
 # 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
 trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
-srun --kill-on-bad-exit=1 torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} \\
-  --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\
-  -m pretrain.train {Path(config_path).resolve()} --arm {arm} --seed {seed} &
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
+{command} &
 wait""")
+
+
+def container_mounts(own: list[Path], listed: list[str]) -> str:
+    """pyxis's --container-mounts: the folders a training job reads and writes at their own paths
+    (each once, none inside another), then the config's own list."""
+    folders: list[Path] = []
+    for folder in sorted(set(own), key=lambda p: len(p.parts)):
+        if not any(folder.is_relative_to(kept) for kept in folders):
+            folders.append(folder)
+    return ",".join([f"{f}:{f}" for f in folders] + listed)
 
 
 def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:

@@ -44,10 +44,13 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
     return floor + (training.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None) -> Path:
-    """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step."""
+def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None,
+          checkpoints: bool = True) -> Path:
+    """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step.
+    `checkpoints=False` saves and exports nothing (a throughput benchmark)."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
+    from pretrain.attention import resolve_attention, sdpa_kernel
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
@@ -74,7 +77,8 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
 
     # ---- model, optimiser, data
     vocab, eos_id, bos_id = tokenizer_facts(config)
-    model = build_model(model_cfg, vocab, platform)
+    attention = resolve_attention(training.attention, platform.is_cuda)
+    model = build_model(model_cfg, vocab, platform, attention)
     ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
     optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
@@ -84,7 +88,14 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     run = {"experiment": config.name, "arm": arm, "seed": seed, "model": model_cfg.model_dump(),
            "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps,
            "tokenizer_dir": str(config.tokenizer_dir().resolve()),
-           "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token}
+           "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token,
+           # what ran, for every speed this run logs
+           "device": platform.name, "world_size": world, "dtype": str(platform.dtype).removeprefix("torch."),
+           "layer_spec": "transformer_engine" if attention == "te" else "local", "attention": attention,
+           "sdpa_kernel": sdpa_kernel(platform.device, platform.dtype, model_cfg.num_attention_heads,
+                                      model_cfg.head_dim, model_cfg.seq_length) if attention == "sdpa" else None,
+           "micro_batch_size": training.micro_batch_size, "global_batch_size": training.global_batch_size,
+           "peak_flops": platform.peak_flops}
     if rank == 0:
         write_run_info(run_dir, run)
 
@@ -150,7 +161,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             for key in ("loss", "lr", "grad_norm", "tokens_per_s", "mfu"):
                 if record[key] is not None:
                     tensorboard.add_scalar(f"train/{key}", record[key], done)
-        if done % training.checkpoint_every == 0 or done == last_step:
+        if checkpoints and (done % training.checkpoint_every == 0 or done == last_step):
             save_checkpoint(run_dir, done, model, optimizer, platform)
             if rank == 0:
                 write_hf(megatron_weights(model), run, done, run_dir / "hf" / f"step_{done:07d}")

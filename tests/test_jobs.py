@@ -28,3 +28,54 @@ def test_training_job_asks_for_the_configured_nodes_and_requeues(tmp_path):
     lines = script.splitlines()
     assert lines[0] == "#!/bin/bash" and "module load cuda" in lines
     assert "--nproc-per-node=4" in script and "-m pretrain.train" in script and "--arm a --seed 1" in script
+
+
+FAKE_SBATCH = """#!/usr/bin/env bash
+cp "${@: -1}" "$FAKE_SBATCH_COPY"
+echo 4242
+"""
+
+
+def test_a_container_training_job_runs_torchrun_inside_the_image(tmp_path, monkeypatch):
+    """pretrain.submit through a fake `sbatch`: the submitted script starts torchrun in the
+    configured pyxis image, with the repository, the output root and the listed folders mounted,
+    and the container's environment in place of the host's."""
+    import os
+    import shlex
+    import stat
+    import subprocess
+
+    import pytest
+    from pydantic import ValidationError
+
+    from pretrain.submit import submit
+    from slurm.jobs import REPO
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sbatch").write_text(FAKE_SBATCH)
+    (tmp_path / "bin" / "sbatch").chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SBATCH_COPY", str(tmp_path / "submitted.sbatch"))
+    raw = pretrain_experiment(tmp_path / "out", executor={"env_command": "source /host/venv/bin/activate"})
+    raw["pretrain"]["slurm"] = {"gpus_per_node": 8, "container_image": "nvcr.io#nvidia/pytorch:25.01-py3",
+                                "container_mounts": ["/scratch/hf:/root/.cache/huggingface"],
+                                "container_env": "source /opt/xsuite/bin/activate"}
+    config = ExperimentConfig.model_validate(raw)
+    assert submit(config, str(REPO / "configs" / "local.yaml"), [("a", 1)], dry_run=False) == ["4242"]
+
+    script = (tmp_path / "submitted.sbatch").read_text()
+    assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0
+    assert "/host/venv" not in script  # the host's environment does not reach the container
+    srun = shlex.split(next(line for line in script.splitlines() if line.startswith("srun ")).removesuffix(" &"))
+    flags = dict(arg.removeprefix("--").split("=", 1) for arg in srun if arg.startswith("--container"))
+    assert flags["container-image"] == "nvcr.io#nvidia/pytorch:25.01-py3"
+    assert flags["container-workdir"] == str(REPO)
+    out = (tmp_path / "out").resolve()
+    assert flags["container-mounts"].split(",") == [f"{REPO}:{REPO}", f"{out}:{out}", "/scratch/hf:/root/.cache/huggingface"]
+    inside = srun[srun.index("bash") + 2]
+    assert inside.startswith("source /opt/xsuite/bin/activate && exec torchrun ") and "--nproc-per-node=8" in inside
+    assert "export MASTER_ADDR=" in script and "export MASTER_PORT=" in script  # read inside the container
+
+    raw["pretrain"]["slurm"] = {"container_env": "source /opt/xsuite/bin/activate"}
+    with pytest.raises(ValidationError, match="container_mounts and container_env need a container_image"):
+        ExperimentConfig.model_validate(raw)

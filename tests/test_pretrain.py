@@ -71,7 +71,7 @@ def test_export_matches_megatron_logits(corpus_root, tmp_path):
     checkpoint = latest_checkpoint(run_dir)
     out = export_checkpoint(checkpoint, tmp_path / "hf")
     run = read_run_info(checkpoint)
-    model = build_model(config.pretrain.model, run["vocab_size"], detect())
+    model = build_model(config.pretrain.model, run["vocab_size"], detect(), run["attention"])
     load_model(checkpoint, model)
     model.eval()
     hf = LlamaForCausalLM.from_pretrained(str(out)).eval()
@@ -81,6 +81,67 @@ def test_export_matches_megatron_logits(corpus_root, tmp_path):
         hf_logits = hf(tokens).logits
     assert (megatron_logits - hf_logits).abs().max().item() < 1e-4
     assert json.loads((out / "xsuite.json").read_text())["step"] == run["steps"]
+
+
+def test_sdpa_attention_gives_the_unfused_outputs_and_gradients():
+    """The same weights through both local-spec attentions: logits and every parameter's gradient
+    agree to fp32 rounding; the core attention alone agrees in bf16 too."""
+    from configs.model import ModelConfig
+    from pretrain.model import build_model
+    from pretrain.platform import detect, init_distributed, seed_everything
+
+    platform = detect()
+    init_distributed(platform)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL)
+    runs = {}
+    for attention in ("unfused", "sdpa"):
+        seed_everything(0)
+        model = build_model(shape, 600, platform, attention)
+        tokens = torch.randint(0, 600, (2, 32), generator=torch.Generator().manual_seed(1))
+        logits = model(tokens, torch.arange(32).expand(2, -1), None)
+        logits.float().logsumexp(-1).mean().backward()
+        runs[attention] = logits.detach(), {n: p.grad for n, p in model.named_parameters()}
+    (unfused, unfused_grads), (sdpa, sdpa_grads) = runs["unfused"], runs["sdpa"]
+    assert sdpa_grads.keys() == unfused_grads.keys()
+    assert (sdpa - unfused).abs().max() < 1e-5
+    for name, grad in unfused_grads.items():
+        assert torch.allclose(sdpa_grads[name], grad, rtol=1e-4, atol=1e-6), name
+
+    from megatron.core.transformer.dot_product_attention import DotProductAttention
+    from megatron.core.transformer.enums import AttnMaskType
+
+    from pretrain.attention import SdpaAttention
+    from pretrain.model import transformer_config
+
+    config = transformer_config(shape, platform)
+    config.bf16, config.params_dtype = True, torch.bfloat16
+    q, k, v = (torch.randn(32, 2, heads, 8, dtype=torch.bfloat16) for heads in (4, 2, 2))  # GQA: 2 groups
+    outputs = [cls(config, 1, AttnMaskType.causal, "self")(q, k, v, None) for cls in (DotProductAttention, SdpaAttention)]
+    assert outputs[0].shape == outputs[1].shape == (32, 2, 32)
+    assert (outputs[0].float() - outputs[1].float()).abs().max() < 2e-2  # bf16: 8 bits of mantissa
+
+
+def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
+    """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
+    `sdpa` and follows the run that never switched to fp32 rounding."""
+    from pretrain.train import train
+
+    whole = train(experiment(corpus_root, attention="sdpa"), "a", seed=3)
+    switched = train(experiment(corpus_root, attention="unfused"), "b", seed=3, stop_at=10)
+    assert json.loads((switched / "run.json").read_text())["attention"] == "unfused"
+    train(experiment(corpus_root, attention="sdpa"), "b", seed=3)
+    run = json.loads((switched / "run.json").read_text())
+    assert run["attention"] == "sdpa" and run["layer_spec"] == "local" and run["sdpa_kernel"] == "flash"
+    assert run["dtype"] == "float32" and run["device"] == "cpu" and run["micro_batch_size"] == 2
+    assert np.allclose(losses(switched), losses(whole), atol=1e-4)
+
+
+def test_transformer_engine_is_refused_where_it_cannot_run():
+    from pretrain.attention import resolve_attention
+
+    assert resolve_attention("auto", cuda=False) == "sdpa" and resolve_attention("unfused", cuda=False) == "unfused"
+    with pytest.raises(SystemExit, match="te needs Transformer Engine on a CUDA node"):
+        resolve_attention("te", cuda=False)
 
 
 def test_bad_model_shapes_fail_at_load(tmp_path):
