@@ -5,9 +5,10 @@ in one table, sized for a short allocation (under 8 minutes with start-up).
                             [--unfused-micro-batch 4] [--out-dir bench/results/gpu_check]
 
 1. the matrix-product peak of this device (bf16 8192^3; fp32 1024^3 on CPU);
-2. `bench.pretrain` with SDPA attention (and one step profiled: where the time goes), with
-   Transformer Engine's layer spec where it imports, and with megatron's unfused attention at a
-   micro-batch that fits (for the record: what a pip-installed node ran before SDPA);
+2. `bench.pretrain` with SDPA attention (and one step profiled: where the time goes), again
+   without megatron-core's torch.compile fusions (what they buy), with Transformer Engine's layer
+   spec where it imports, and with megatron's unfused attention at a micro-batch that fits (for
+   the record: what a pip-installed node ran before SDPA);
 3. `bench.hf_peer`: Hugging Face LlamaForCausalLM, SDPA and fused AdamW, same shape and tokens.
 Each run is its own process (its own memory, and a failure is a row, not the end); the table
 gives tokens/s per GPU, step time, MFU against the spec-sheet and the measured peak, peak memory.
@@ -78,6 +79,9 @@ def main() -> None:
     micro, *more = args.micro_batch
     runs = [("megatron sdpa", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--profile"])]
     runs += [(f"megatron sdpa mb{m}", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(m)]) for m in more]
+    # what megatron-core's torch.compile fusions buy (on by default on a GPU)
+    runs.append(("megatron sdpa no fusions", "bench.pretrain",
+                 [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--no-fusions"]))
     te = importlib.util.find_spec("transformer_engine") is not None
     if te:
         runs.append(("megatron te", "bench.pretrain", [*shape, "--attention", "te", "--micro-batch", str(micro)]))

@@ -190,6 +190,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, help="default: 4,096 for tiny, 32,000 otherwise")
     parser.add_argument("--peak-flops", type=float, help="spec-sheet peak per device where the GPU is not in the table")
     parser.add_argument("--measured-peak", type=float, help="a matrix-product peak measured already (skips measuring)")
+    parser.add_argument("--no-fusions", action="store_true", help="without megatron-core's torch.compile fusions")
     parser.add_argument("--profile", action="store_true", help="profile one extra step: where the time goes")
     parser.add_argument("--name", help="the row's name in the table (default: megatron <attention>)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/pretrain.json"))
@@ -214,7 +215,8 @@ def main() -> None:
             "dataset": {"tokens_per_arm": 1},  # set below, once the sequence length is known
             "pretrain": {"model": args.model, "seeds": [0], "training": {
                 "global_batch_size": args.global_batch, "micro_batch_size": args.micro_batch, "attention": args.attention,
-                "checkpoint_every": 10**9, "peak_flops": args.peak_flops, "warmup_fraction": 0.0}},
+                "fusions": False if args.no_fusions else None, "checkpoint_every": 10**9,
+                "peak_flops": args.peak_flops, "warmup_fraction": 0.0}},
         })
         tokens = steps * args.global_batch * config.pretrain.model.seq_length + 1
         config = config.model_copy(update={"dataset": config.dataset.model_copy(update={"tokens_per_arm": tokens})})
@@ -244,7 +246,8 @@ def main() -> None:
     result = {
         "run": args.name or f"megatron {run['attention']}", "model": args.model, "device": run["device"],
         "devices": run["world_size"], "layer_spec": run["layer_spec"], "attention": run["attention"],
-        "sdpa_kernel": run["sdpa_kernel"], "dtype": run["dtype"], "parameters": run["parameters"]["total"],
+        "sdpa_kernel": run["sdpa_kernel"], "fusions": run["fusions"], "dtype": run["dtype"],
+        "parameters": run["parameters"]["total"],
         "flops_per_token": run["flops_per_token"], "seq_length": config.pretrain.model.seq_length,
         "global_batch": args.global_batch, "micro_batch": args.micro_batch, "optimizer": optimizer_name(run),
         **throughput(measured_records, run["world_size"], run["flops_per_token"], peaks),

@@ -355,6 +355,9 @@ class TrainingConfig(StrictModel):
     # the decoder's attention (pretrain/attention.py): Transformer Engine's layers, torch's SDPA
     # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa
     attention: Literal["auto", "te", "sdpa", "unfused"] = "auto"
+    # megatron-core's torch.compile fusions (SwiGLU, bias-dropout-add, cross-entropy); None: on a
+    # GPU, off on CPU (where compiling costs more than it saves at the demo's sizes)
+    fusions: bool | None = None
     # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
     # (float sums depend on how the work is split between threads)
     cpu_threads: int = Field(2, ge=1)

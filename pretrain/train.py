@@ -54,7 +54,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
-    from pretrain.model import build_model
+    from pretrain.model import MEGATRON_FUSIONS, build_model
     from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
@@ -78,7 +78,8 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     # ---- model, optimiser, data
     vocab, eos_id, bos_id = tokenizer_facts(config)
     attention = resolve_attention(training.attention, platform.is_cuda)
-    model = build_model(model_cfg, vocab, platform, attention)
+    fused = platform.is_cuda if training.fusions is None else training.fusions
+    model = build_model(model_cfg, vocab, platform, attention, fused)
     ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
     optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
@@ -92,6 +93,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
            # what ran, for every speed this run logs
            "device": platform.name, "world_size": world, "dtype": str(platform.dtype).removeprefix("torch."),
            "layer_spec": "transformer_engine" if attention == "te" else "local", "attention": attention,
+           "fusions": sorted(MEGATRON_FUSIONS) if fused else [],
            "sdpa_kernel": sdpa_kernel(platform.device, platform.dtype, model_cfg.num_attention_heads,
                                       model_cfg.head_dim, model_cfg.seq_length) if attention == "sdpa" else None,
            "micro_batch_size": training.micro_batch_size, "global_batch_size": training.global_batch_size,

@@ -19,7 +19,9 @@ def test_the_gpu_check_runs_every_row_on_cpu(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "gpu_check.json").read_text())
     rows = {row["run"]: row for row in result["rows"]}
-    assert set(rows) == {"megatron sdpa", "megatron sdpa mb4", "megatron unfused", "hugging face llama", "megatron te"}
+    assert set(rows) == {"megatron sdpa", "megatron sdpa mb4", "megatron sdpa no fusions", "megatron unfused",
+                         "hugging face llama", "megatron te"}
+    assert rows["megatron sdpa no fusions"]["fusions"] == rows["megatron sdpa"]["fusions"] == []  # off on CPU
     assert rows["megatron te"]["error"].startswith("Transformer Engine does not import here")
     sdpa, unfused, peer = rows["megatron sdpa"], rows["megatron unfused"], rows["hugging face llama"]
     assert (sdpa["layer_spec"], sdpa["attention"], sdpa["sdpa_kernel"], sdpa["micro_batch"]) == ("local", "sdpa", "flash", 2)

@@ -113,12 +113,37 @@ def test_sdpa_attention_gives_the_unfused_outputs_and_gradients():
     from pretrain.attention import SdpaAttention
     from pretrain.model import transformer_config
 
-    config = transformer_config(shape, platform)
+    config = transformer_config(shape, platform, fused=False)
     config.bf16, config.params_dtype = True, torch.bfloat16
     q, k, v = (torch.randn(32, 2, heads, 8, dtype=torch.bfloat16) for heads in (4, 2, 2))  # GQA: 2 groups
     outputs = [cls(config, 1, AttnMaskType.causal, "self")(q, k, v, None) for cls in (DotProductAttention, SdpaAttention)]
     assert outputs[0].shape == outputs[1].shape == (32, 2, 32)
     assert (outputs[0].float() - outputs[1].float()).abs().max() < 2e-2  # bf16: 8 bits of mantissa
+
+
+def test_the_gpu_fusions_give_the_unfused_model():
+    """megatron-core's torch.compile fusions (on by default on a GPU) compiled here for the CPU:
+    the same weights give the same loss and gradients as the op-by-op model the CPU runs train
+    (to bf16 rounding: the fused cross-entropy hands back its gradient in bf16, as a GPU's logits are)."""
+    from configs.model import ModelConfig
+    from pretrain.model import build_model
+    from pretrain.platform import detect, init_distributed, seed_everything
+
+    platform = detect()
+    init_distributed(platform)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL)
+    tokens = torch.randint(0, 600, (2, 32), generator=torch.Generator().manual_seed(1))
+    runs = {}
+    for fused in (False, True):
+        seed_everything(0)
+        model = build_model(shape, 600, platform, "sdpa", fused=fused)
+        assert model.config.bias_activation_fusion == fused
+        loss = model(tokens, torch.arange(32).expand(2, -1), None, labels=tokens.roll(-1, 1)).mean()
+        loss.backward()
+        runs[fused] = loss.detach(), {n: p.grad for n, p in model.named_parameters()}
+    assert torch.allclose(runs[True][0], runs[False][0], atol=1e-6)
+    for name, grad in runs[False][1].items():
+        assert (runs[True][1][name] - grad).abs().max() <= 2**-8 * grad.abs().max(), name
 
 
 def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
