@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-import torch
 import torch.nn.functional as F
 from megatron.core import tensor_parallel
 from megatron.core.transformer.dot_product_attention import DotProductAttention
@@ -84,15 +83,3 @@ class SdpaAttention(DotProductAttention):
                                                      scale=self.scale)
         sq, b = query.size(0), query.size(1)
         return context.permute(2, 0, 1, 3).reshape(sq, b, self.hidden_size_per_partition)
-
-
-def sdpa_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: int, seq_length: int) -> str:
-    """The kernel torch's SDPA dispatches a causal attention of this shape to: flash, cudnn,
-    efficient or math (on CPU, flash is torch's fused CPU kernel)."""
-    from torch.nn.attention import SDPBackend
-
-    q = torch.empty(1, heads, seq_length, head_dim, device=device, dtype=dtype)
-    # the dispatcher SDPA itself consults (private in torch 2.5-2.13; no public way to ask)
-    choice = SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True))
-    return {SDPBackend.FLASH_ATTENTION: "flash", SDPBackend.CUDNN_ATTENTION: "cudnn",
-            SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.MATH: "math"}.get(choice, choice.name.lower())

@@ -50,12 +50,12 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     `checkpoints=False` saves and exports nothing (a throughput benchmark)."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
-    from pretrain.attention import resolve_attention, sdpa_kernel
+    from pretrain.attention import resolve_attention
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import MEGATRON_FUSIONS, build_model
-    from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
+    from pretrain.platform import build_optimizer, detect, init_distributed, sdpa_kernel, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
