@@ -237,3 +237,25 @@ def test_a_pretrained_tokenizer_waits_for_no_extraction(tmp_path):
     assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == ["extract-trafilatura"]
     data["tokenizer"] = {"kind": "pretrained", "name_or_path": str(tmp_path)}  # re-extracting an arm cannot change it
     assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == []
+
+
+def test_every_named_model_size_states_its_own_parameters_and_flops():
+    """The comment of each configs/models/<size>.yaml is what configs/model.py computes for it."""
+    import re
+
+    from configs.model import MODELS_DIR, ModelConfig, named_model
+
+    sizes = sorted(MODELS_DIR.glob("*.yaml"))
+    assert {p.stem for p in sizes} >= {"nano", "tiny", "mini", "20m", "60m", "150m", "300m", "530m", "1b"}
+    for path in sizes:
+        text = path.read_text()
+        stated = re.search(r"# ([\d,]+) parameters with a ([\d,]+)-token vocabulary \(([\d,]+) without embeddings\);\n"
+                           r"# ([\d.e+]+) training FLOPs per token", text)
+        assert stated, f"{path.name}: no parameter/FLOP comment"
+        total, vocab, non_embedding = (int(g.replace(",", "")) for g in stated.groups()[:3])
+        model = ModelConfig.model_validate(named_model(path.stem))
+        assert model.parameters(vocab)["total"] == total and model.parameters(vocab)["non_embedding"] == non_embedding
+        assert f"{model.flops_per_token(vocab):.3g}" == stated.group(4), path.name
+        if path.stem[0].isdigit():  # named by total parameters, e.g. 150m: within 15% of 150M
+            scale = float(path.stem[:-1]) * (1e9 if path.stem.endswith("b") else 1e6)
+            assert abs(total / scale - 1) < 0.15, path.name
