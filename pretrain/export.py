@@ -4,7 +4,7 @@
 
 CHECKPOINT is a `<run_dir>/checkpoints/step_XXXXXXX` folder; the run's `run.json` beside it says
 which model shape and tokenizer it has. OUT gets `model.safetensors`, `config.json`
-(LlamaConfig), the experiment's tokenizer, and `xsuite.json` (experiment, arm, seed, step).
+(LlamaConfig), the experiment's tokenizer, and `xsuite.json` (experiment, arm, rung, seed, step).
 The training loop exports every checkpoint it saves to `<run_dir>/hf/step_XXXXXXX` this way.
 """
 
@@ -41,7 +41,7 @@ def write_hf(weights: dict[str, torch.Tensor], run: dict, step: int, out: Path) 
     out.mkdir(parents=True, exist_ok=True)
     hf.save_pretrained(str(out), safe_serialization=True)
     AutoTokenizer.from_pretrained(run["tokenizer_dir"], local_files_only=True).save_pretrained(str(out))
-    info = {k: run[k] for k in ("experiment", "arm", "seed")} | {"step": step, "checkpoint": str(out)}
+    info = {k: run[k] for k in ("experiment", "arm", "rung", "seed")} | {"step": step, "checkpoint": str(out)}
     (out / "xsuite.json").write_text(json.dumps(info, indent=2) + "\n")
     return out
 

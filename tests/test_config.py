@@ -259,3 +259,63 @@ def test_every_named_model_size_states_its_own_parameters_and_flops():
         if path.stem[0].isdigit():  # named by total parameters, e.g. 150m: within 15% of 150M
             scale = float(path.stem[:-1]) * (1e9 if path.stem.endswith("b") else 1e6)
             assert abs(total / scale - 1) < 0.15, path.name
+
+
+def ladder_experiment(tmp_path, ladder, **pretrain) -> dict:
+    from conftest import pretrain_experiment
+
+    raw = pretrain_experiment(tmp_path)
+    raw["pretrain"] = {"training": raw["pretrain"]["training"], "ladder": ladder, **pretrain}
+    return raw
+
+
+def test_a_ladder_validates_its_rungs_and_an_old_config_is_one_rung(tmp_path):
+    from pydantic import ValidationError
+
+    from configs.experiment import ExperimentConfig
+    from conftest import PRETRAIN_MODEL, pretrain_experiment
+
+    old = ExperimentConfig.model_validate(pretrain_experiment(tmp_path))
+    assert old.rungs() == ["model"] and old.pretrain.seeds == [1] and old.pretrain.model.hidden_size == 32
+    assert old.run_dir("a", 1) == tmp_path / "train" / "a" / "model" / "seed1"
+
+    small = PRETRAIN_MODEL | {"hidden_size": 16, "ffn_hidden_size": 32}
+    config = ExperimentConfig.model_validate(ladder_experiment(tmp_path, [
+        {"name": "s", "model": small, "tokens": 2000, "seeds": [1, 2, 3], "training": {"lr": 1e-2},
+         "slurm": {"nodes": 1, "gpus_per_node": 1, "time": "01:00:00"}},
+        {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1, 2], "slurm": {"nodes": 2}}],
+        slurm={"gpus_per_node": 4, "partition": "h100"}, arms=["a"]))
+    assert config.rungs() == ["s", "l"] and config.pretrain.target.name == "l" and config.trained_arms() == ["a"]
+    with pytest.raises(ValueError, match="has 2 rungs \\(s, l\\): name one"):
+        config.pretrain.model  # noqa: B018
+    s, large = config.for_rung("s"), config.for_rung("l")
+    assert s.runs() == [("a", 1), ("a", 2), ("a", 3)] and large.runs() == [("a", 1), ("a", 2)]
+    assert s.pretrain.training.lr == 1e-2 and large.pretrain.training.lr == 3e-3  # the rung's keys over the shared
+    assert (s.pretrain.slurm.gpus_per_node, s.pretrain.slurm.partition, s.pretrain.slurm.time) == (1, "h100", "01:00:00")
+    assert (large.pretrain.slurm.nodes, large.pretrain.slurm.gpus_per_node) == (2, 4)
+    assert s.training_steps()[0] < large.training_steps()[0]  # 2,000 tokens, then the whole budget (4,000)
+    assert s.run_dir("a", 1) == tmp_path / "train" / "a" / "s" / "seed1" and s.eval_dir("a", 1).parent.name == "s"
+    assert ExperimentConfig.model_validate(config.model_dump()) == config  # the dump loads back the same
+
+    per_parameter = ladder_experiment(tmp_path, [{"name": "s", "model": small, "tokens_per_parameter": 0.5, "seeds": [1]},
+                                                 {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]}])
+    rung = ExperimentConfig.model_validate(per_parameter).pretrain.ladder[0]
+    assert rung.training_tokens(4000) == round(0.5 * rung.model.non_embedding_parameters)
+
+    wrong = {
+        "more than the budget": [{"name": "s", "model": small, "tokens": 10**6, "seeds": [1]}],
+        "from the least training compute to the most": [{"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]},
+                                                        {"name": "s", "model": small, "tokens": 1000, "seeds": [1]}],
+        "rung names repeat": [{"name": "s", "model": small, "seeds": [1]}, {"name": "s", "model": small, "seeds": [1]}],
+        "tokens or tokens_per_parameter, not both": [{"name": "s", "model": small, "tokens": 10, "tokens_per_parameter": 1,
+                                                      "seeds": [1]}],
+    }
+    for message, ladder in wrong.items():
+        with pytest.raises(ValidationError, match=message):
+            ExperimentConfig.model_validate(ladder_experiment(tmp_path, ladder))
+    both = ladder_experiment(tmp_path, [{"name": "s", "model": small, "seeds": [1]}])
+    both["pretrain"]["model"] = "tiny"
+    with pytest.raises(ValidationError, match="give model and seeds \\(one size\\) or ladder"):
+        ExperimentConfig.model_validate(both)
+    with pytest.raises(ValidationError, match="pretrain.arms: \\['c'\\] are not arms"):
+        ExperimentConfig.model_validate(ladder_experiment(tmp_path, [{"name": "s", "model": small, "seeds": [1]}], arms=["c"]))

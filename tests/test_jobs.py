@@ -21,13 +21,13 @@ def test_training_job_asks_for_the_configured_nodes_and_requeues(tmp_path):
     config = ExperimentConfig.model_validate(raw)
     script = render(training_job(config, "exp.yaml", "a", 1), config)
     d = directives(script)
-    assert d["job-name"] == "exp-train-a-seed1" and d["partition"] == "h100" and d["nodes"] == "2"
+    assert d["job-name"] == "exp-train-a-model-seed1" and d["partition"] == "h100" and d["nodes"] == "2"
     assert d["gpus-per-node"] == "4" and d["mem"] == "256G" and d["time"] == "12:00:00"
     assert "requeue" in d and d["signal"] == "B:USR1@300" and d["open-mode"] == "append"
     assert "gpus" not in d and "array" not in d  # only what the job sets
     lines = script.splitlines()
     assert lines[0] == "#!/bin/bash" and "module load cuda" in lines
-    assert "--nproc-per-node=4" in script and "-m pretrain.train" in script and "--arm a --seed 1" in script
+    assert "--nproc-per-node=4" in script and "-m pretrain.train" in script and "--rung model --arm a --seed 1" in script
 
 
 FAKE_SBATCH = """#!/usr/bin/env bash
@@ -61,7 +61,7 @@ def test_a_container_training_job_runs_torchrun_inside_the_image(tmp_path, monke
                                 "container_mounts": ["/scratch/hf:/root/.cache/huggingface"],
                                 "container_env": "source /opt/xsuite/bin/activate"}
     config = ExperimentConfig.model_validate(raw)
-    assert submit(config, str(REPO / "configs" / "local.yaml"), [("a", 1)], dry_run=False) == ["4242"]
+    assert submit(config, str(REPO / "configs" / "local.yaml"), [("model", "a", 1)], dry_run=False) == ["4242"]
 
     script = (tmp_path / "submitted.sbatch").read_text()
     assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0

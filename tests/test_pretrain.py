@@ -169,6 +169,25 @@ def test_transformer_engine_is_refused_where_it_cannot_run():
         resolve_attention("te", cuda=False)
 
 
+def test_every_rung_of_a_ladder_trains_on_a_prefix_of_the_same_order(corpus_root, tmp_path):
+    """Rungs differ in model and tokens only: for a seed, a smaller rung's samples are the first
+    ones of the larger rung's, in the same order (GPTDataset shuffles one epoch of the whole budget)."""
+    from pretrain.data import build_dataset
+
+    raw = pretrain_experiment(corpus_root)
+    small = PRETRAIN_MODEL | {"hidden_size": 16, "ffn_hidden_size": 32}
+    raw["pretrain"] = {"training": raw["pretrain"]["training"], "ladder": [
+        {"name": "s", "model": small, "tokens": 1500, "seeds": [1]}, {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]}]}
+    config = ExperimentConfig.model_validate(raw)
+    datasets = {r: build_dataset(config.for_rung(r), "a", 1, tmp_path / r) for r in ("s", "l")}
+    samples = {r: config.for_rung(r).training_steps()[1] for r in ("s", "l")}  # what each rung trains on
+    assert 0 < samples["s"] < samples["l"]
+    first = [datasets["s"][i]["tokens"].tolist() for i in range(samples["s"])]
+    assert first == [datasets["l"][i]["tokens"].tolist() for i in range(samples["s"])]
+    other_seed = build_dataset(config.for_rung("l"), "a", 2, tmp_path / "seed2")
+    assert [other_seed[i]["tokens"].tolist() for i in range(len(first))] != first
+
+
 def test_bad_model_shapes_fail_at_load(tmp_path):
     path = tmp_path / "bad.yaml"
     raw = {"name": "x", "output_root": str(tmp_path), "inputs": {"sample": {}},
