@@ -835,16 +835,28 @@ def _format_errors(path: Path, err: ValidationError) -> str:
     return "\n".join([f"{path}: invalid experiment config", *(f"  {_error_line(e)}" for e in err.errors())])
 
 
-def load_experiment(path: str | Path) -> ExperimentConfig:
-    path = Path(path)
+def read_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file's mapping; `include: OTHER.yaml` (beside it) first reads OTHER, whose sections
+    the file's own replace whole (as lm-eval's task `include:`): a variant states only what differs."""
     if not path.is_file():
-        raise ConfigError(f"{path}: no such config file")
+        raise ConfigError(f"{path}: no such config file" + (f" (included by {seen[-1]})" if seen else ""))
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
+    if "include" not in raw:
+        return raw
+    included = (path.parent / str(raw.pop("include"))).resolve()
+    if included in seen or included == path.resolve():
+        raise ConfigError(f"{path}: include {included} again (a cycle)")
+    return read_raw(included, (*seen, path.resolve())) | raw
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    raw = read_raw(path)
     try:
         return ExperimentConfig.model_validate(raw)
     except ValidationError as e:

@@ -319,3 +319,19 @@ def test_a_ladder_validates_its_rungs_and_an_old_config_is_one_rung(tmp_path):
         ExperimentConfig.model_validate(both)
     with pytest.raises(ValidationError, match="pretrain.arms: \\['c'\\] are not arms"):
         ExperimentConfig.model_validate(ladder_experiment(tmp_path, [{"name": "s", "model": small, "seeds": [1]}], arms=["c"]))
+
+
+def test_a_config_includes_another_and_replaces_whole_sections(tmp_path):
+    base = {"name": "base", "output_root": str(tmp_path / "out"), "inputs": {"sample": {"pages": 7}},
+            "arms": {"a": {"extractor": "trafilatura"}}, "tokenizer": {"kind": "sentencepiece"},
+            "dataset": {"tokens_per_arm": 1000, "seed": 3}}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    (tmp_path / "variants").mkdir()
+    (tmp_path / "variants" / "v.yaml").write_text(yaml.safe_dump({"include": "../base.yaml", "name": "variant",
+                                                                   "dataset": {"tokens_per_arm": 500}}))
+    config = load_experiment(tmp_path / "variants" / "v.yaml")
+    assert config.name == "variant" and config.inputs.sample.pages == 7
+    assert config.dataset.tokens_per_arm == 500 and config.dataset.seed == 0  # the section is replaced whole
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base | {"include": "variants/v.yaml"}))
+    with pytest.raises(ConfigError, match="a cycle"):
+        load_experiment(tmp_path / "variants" / "v.yaml")
