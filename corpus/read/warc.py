@@ -306,8 +306,8 @@ class AccountedWarcReader(WarcReader):
                 entry["damage"].append({"at": fault.at, "fault": str(fault), "bytes": None, "records": None})
             except Exception as error:
                 if ignores_ranges(error):
-                    entry.update(outcome=FAILED, fault=f"the server does not answer Range requests (asked for bytes from "
-                                                       f"{offset:,} on, it sent the file from its start)")
+                    entry.update(outcome=FAILED, fault="the server does not answer Range requests (asked for part of the "
+                                                       "file, it sent all of it)")
                     raise InputFileError(f"{where}: {entry['fault']}, so no read can resume mid-file. Set "
                                          "inputs.storage_options.block_size: 0 (each file streamed from its start, again "
                                          "after an error), or mirror the files locally") from None
