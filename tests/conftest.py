@@ -3,6 +3,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from pathlib import Path
 
@@ -38,6 +39,27 @@ def output_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under `root` but the logs (which hold times and host names)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and "logs" not in p.relative_to(root).parts}
+
+
+def member_starts(data: bytes) -> list[int]:
+    """Where each gzip member (one WARC record) of a .warc.gz starts."""
+    starts, pos = [], 0
+    while pos < len(data):
+        member = zlib.decompressobj(wbits=31)
+        member.decompress(data[pos:])
+        starts.append(pos)
+        pos = len(data) - len(member.unused_data)
+    return starts
+
+
+def damaged_in_the_middle(data: bytes) -> tuple[bytes, int, int]:
+    """A .warc.gz with one byte flipped inside its middle gzip member, and where that member starts
+    and ends."""
+    starts = member_starts(data)
+    middle, after = starts[len(starts) // 2], starts[len(starts) // 2 + 1]
+    damaged = bytearray(data)
+    damaged[(middle + after) // 2] ^= 0xFF
+    return bytes(damaged), middle, after
 
 
 def make_config(output_root: Path, warc: Path, arms: dict, **extra) -> ExperimentConfig:

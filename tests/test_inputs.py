@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from configs.experiment import CommonCrawlInput, ExperimentConfig
-from conftest import make_config, output_hashes
+from conftest import damaged_in_the_middle, make_config, member_starts, output_hashes
 from corpus.accounting.ledger import accounted_text, arm_ledger, ledgers, summary_line
 from corpus.accounting.summary import counters, find_step, merged_stats
 from corpus.flow.run import run_corpus
@@ -72,19 +72,6 @@ def test_sample_input_is_generated_once(tmp_path):
 # ---------------------------------------------------------------- input files read whole, or named
 
 FAST = {"safety": {"before_extraction": False}}  # no URL block lists to load: these runs are about reading
-
-
-def member_starts(data: bytes) -> list[int]:
-    """Where each gzip member (one WARC record) of a .warc.gz starts."""
-    import zlib
-
-    starts, pos = [], 0
-    while pos < len(data):
-        member = zlib.decompressobj(wbits=31)
-        member.decompress(data[pos:])
-        starts.append(pos)
-        pos = len(data) - len(member.unused_data)
-    return starts
 
 
 def response_records_before(sample_dir, offset: int) -> int:
@@ -185,19 +172,9 @@ def test_each_file_is_checked_against_the_records_it_holds_without_blaming_an_ar
         "a": "f1.warc.gz read whole with 9 records, 10 by the input manifest", "b": None, "c": None, "d": None}
 
 
-def damaged_copy(sample_dir, folder) -> tuple[int, int]:
-    """`folder/damaged.warc.gz`: the sample WARC with one byte flipped inside its middle gzip member;
-    returns where that member starts and ends."""
-    data = bytearray((sample_dir / "sample.warc.gz").read_bytes())
-    starts = member_starts(bytes(data))
-    middle, after = starts[len(starts) // 2], starts[len(starts) // 2 + 1]
-    data[(middle + after) // 2] ^= 0xFF
-    (folder / "damaged.warc.gz").write_bytes(bytes(data))
-    return middle, after
-
-
 def test_a_corrupt_gzip_member_fails_its_task_or_is_passed_over_with_the_records_after_it(tmp_path, sample_dir):
-    middle, after = damaged_copy(sample_dir, tmp_path)
+    damaged, middle, after = damaged_in_the_middle((sample_dir / "sample.warc.gz").read_bytes())
+    (tmp_path / "damaged.warc.gz").write_bytes(damaged)
     with pytest.raises(InputFileError) as e:
         list(AccountedWarcReader(str(tmp_path)).read_file("damaged.warc.gz"))
     assert f"damaged.warc.gz: corrupt gzip member at byte {middle:,} (" in str(e.value)

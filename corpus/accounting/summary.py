@@ -70,8 +70,10 @@ def input_files(config: ExperimentConfig, arm_name: str, task: int | None = None
 def file_note(f: dict) -> str:
     """A file not read whole in a few words: its outcome, why, the bytes damage made unreadable, and
     its records read, of how many (`expected_records`: what the ledger knows the file holds)."""
-    notes = [f["reason"].replace("_", " ")] if f.get("reason") else []
-    if damage := f.get("damage"):
+    damage = f.get("damage", [])
+    reasons = dict.fromkeys([*(d["reason"] for d in damage), *([f["reason"]] if f.get("reason") else [])])
+    notes = [", ".join(reason.replace("_", " ") for reason in reasons)] if reasons else []
+    if damage:
         lost, records = sum(d["bytes"] or 0 for d in damage), sum(d["records"] or 0 for d in damage)
         notes.append(f"{lost:,} bytes unreadable in {len(damage)} place{'s' if len(damage) > 1 else ''}, "
                      f"at least {records:,} record{'s' if records != 1 else ''} lost")

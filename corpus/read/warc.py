@@ -303,7 +303,8 @@ class AccountedWarcReader(WarcReader):
                 if fault.at is None or self.on_corrupt == "fail":
                     raise
                 damaged = fault.at
-                entry["damage"].append({"at": fault.at, "fault": str(fault), "bytes": None, "records": None})
+                entry["damage"].append({"at": fault.at, "reason": fault.reason, "fault": str(fault), "bytes": None,
+                                        "records": None})
             except Exception as error:
                 if ignores_ranges(error):
                     entry.update(outcome=FAILED, fault="the server does not answer Range requests (asked for part of the "
