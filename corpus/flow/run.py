@@ -1,9 +1,10 @@
 """The corpus flow of an experiment: extraction of every arm, then (when the config has the
 sections) the shared tokenizer, identical post-processing, tokenisation and the equal token budget.
 
-    python -m corpus.flow CONFIG [--until extract|postprocess|dataset] [--arms A B]
+    python -m corpus.flow CONFIG [--until extract|postprocess|dataset] [--arms A B] [--retry-skipped]
 
-Writes under `<output_root>/`: `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
+Writes under `<output_root>/`: `inputs/` (the input list and its manifest, written at the first run
+and fixed for the output root's life: corpus.read.inputs), `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
 record accounted for; a reference-corpus arm's read logs), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
 `removed/<step>/` every removed document with its reason), `datasets/<arm>/` (Megatron
 `.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
@@ -11,8 +12,9 @@ slurm/extract.sh`) the stages run here in order and a re-run skips finished task
 `--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
 for the stages it needs. Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
 yields are checked against the config's inputs and budget first: a run projected to fall short is
-refused before any work, unless `--allow-short`. `python -m corpus.accounting.ledger CONFIG` then accounts
-for every record.
+refused before any work, unless `--allow-short`. An input file a finished task skipped (`inputs.on_corrupt:
+skip`) is read again once it was replaced, or with `--retry-skipped`, and every stage built on its task
+runs again. `python -m corpus.accounting.ledger CONFIG` then accounts for every record.
 """
 
 from __future__ import annotations
