@@ -58,7 +58,7 @@ def test_the_input_list_is_fixed_for_the_life_of_an_output_root(tmp_path, sample
     (logs / "00000.jsonl").write_text(json.dumps(file_record("b.warc.gz") | {"outcome": READ_WHOLE}) + "\n")
     (folder / "b.warc.gz").write_bytes(whole)
     with pytest.raises(InputListError, match=rf"1 input files changed since an arm of .* read them whole\n  "
-                                             rf"{folder / 'b.warc.gz'}: {len(whole)} bytes, 50000 when x read it whole"):
+                                             rf"{folder / 'b.warc.gz'}: {len(whole):,} bytes, 50,000 bytes when x read it whole"):
         resolve_inputs(config)
     assert paths_file.read_text().split() == ["a.warc.gz", "b.warc.gz"]  # written once
 

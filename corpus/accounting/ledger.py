@@ -301,7 +301,8 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
     console.print(table)
     for ledger in ledgers:
         for f in (ledger["input_files"] or {}).get("not_read_whole", []):
-            console.print(f"{ledger['arm']}: {file_note(f)}: {f['fault'] or 'its task did not finish'}")
+            faults = [f["fault"]] if f["fault"] else [d["fault"] for d in f.get("damage", [])]
+            console.print(f"{ledger['arm']}: {file_note(f)}: {'; '.join(faults) or 'its task did not finish'}")
     for level, pairs in overlaps.items():
         for pair in pairs:
             a, b = pair["arms"]

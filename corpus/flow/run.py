@@ -51,7 +51,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     for file, tasks in files_to_read_again(config, base, retry_skipped).items():
         for arm, task in tasks:
             rerun_task(config.arm_dir(arm) / "logs", task)
-        say(f"read again: {file} (skipped by {', '.join(sorted({arm for arm, _ in tasks}))}; "
+        say(f"read again: {file} (not read whole by {', '.join(sorted({arm for arm, _ in tasks}))}; "
             f"{'--retry-skipped' if retry_skipped else 'it was replaced since'})")
     if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
         if not allow_short:

@@ -200,15 +200,16 @@ def list_files(inputs: InputsConfig, base: str, paths: list[str]) -> dict[str, d
     folder = get_datafolder(input_folder(inputs, base))
 
     def info(path: str) -> dict | BaseException:
-        for failures in range(inputs.retries.attempts + 1):
+        failures = 0
+        while True:
             try:
                 found = folder.info(path)
                 return {"size": found.get("size"), **({"etag": str(found["ETag"])} if found.get("ETag") else {})}
             except Exception as error:
                 if not retryable(error) or failures == inputs.retries.attempts:
                     return error
-                time.sleep(pause_s(inputs.retries, failures + 1))
-        raise AssertionError("unreachable")
+                failures += 1
+                time.sleep(pause_s(inputs.retries, failures))
 
     with ThreadPoolExecutor(16) as pool:
         found = dict(zip(paths, pool.map(info, paths), strict=True))
@@ -240,14 +241,18 @@ def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entr
             if record["outcome"] == READ_WHOLE:
                 whole.setdefault(record["file"], []).append(arm)
     if refused := [e for e in changed if e["path"] in whole]:
-        lines = [f"  {location(base, e['path'])}: {e.get('size')!s} bytes, {stored[e['path']].get('size')!s} when "
-                 f"{', '.join(whole[e['path']])} read it whole" for e in refused[:10]]
+        lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} when {', '.join(whole[e['path']])} "
+                 "read it whole" for e in refused[:10]]
         raise InputListError(f"{len(refused):,} input files changed since an arm of {config.output_root} read them whole\n"
                              + "\n".join(lines) + "\nRestore the files the arms read, or start a new output root")
     for e in changed:
-        say(f"inputs: {location(base, e['path'])} is {e.get('size')!s} bytes, {stored[e['path']].get('size')!s} at the first "
-            "run; no arm has read it whole: the new file is read")
+        say(f"inputs: {location(base, e['path'])} is {_bytes(e)}, {_bytes(stored[e['path']])} at the first run; no arm has "
+            "read it whole: the new file is read")
     return entries
+
+
+def _bytes(entry: dict) -> str:
+    return f"{entry['size']:,} bytes" if entry.get("size") is not None else "of unknown size"
 
 
 def files_to_read_again(config: ExperimentConfig, base: str, retry_skipped: bool = False) -> dict[str, list[tuple[str, int]]]:

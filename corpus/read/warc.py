@@ -361,8 +361,10 @@ class AccountedWarcReader(WarcReader):
         """The file read to its end: as long as the input list records, and with its sha256."""
         want = expected.get("size")
         if size is not None and want is not None and size < want:
-            raise CorruptWarc("truncated", f"it ends at byte {size:,}, at a record boundary, {want - size:,} bytes before "
-                                           f"the {want:,} the input list records")
+            boundary = "" if entry["damage"] and entry["damage"][-1]["at"] + entry["damage"][-1]["bytes"] == size else \
+                ", at a record boundary"
+            raise CorruptWarc("truncated", f"it ends at byte {size:,}{boundary}, {want - size:,} bytes before the {want:,} "
+                                           "the input list records")
         if digest is not None and not entry["damage"] and (got := digest.hexdigest()) != expected["sha256"]:
             raise CorruptWarc("checksum", f"its sha256 is {got}, the input list's {expected['sha256']}")
 
