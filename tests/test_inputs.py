@@ -387,7 +387,8 @@ def test_transient_errors_are_told_from_lasting_ones(monkeypatch):
     not_found.__cause__ = aiohttp.ClientResponseError(None, (), status=503, message="Slow Down")  # fsspec's HEAD, then GET
     transient = [TimeoutError(), ConnectionResetError(), aiohttp.ClientPayloadError("cut"),
                  aiohttp.ServerDisconnectedError(), aiohttp.ClientResponseError(None, (), status=500), not_found,
-                 aiohttp.ClientResponseError(None, (), status=429), s3fs_error("SlowDown", 503),
+                 aiohttp.ClientResponseError(None, (), status=429), aiohttp.ClientResponseError(None, (), status=416),
+                 s3fs_error("SlowDown", 503),
                  s3fs_error("InternalError", 500), FakeBotocore.HTTPClientError("read timeout"),
                  FakeBotocore.ConnectionError("endpoint")]
     lasting = [FileNotFoundError("x.warc.gz"), PermissionError(), aiohttp.ClientResponseError(None, (), status=404),

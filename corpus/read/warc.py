@@ -125,7 +125,8 @@ class InputFileError(Exception):
 
 def retryable(error: BaseException | None) -> bool:
     """A transient read error: HTTP 5xx, 408 or 429 (throttling; S3 answers 503 Slow Down), a dropped
-    or reset connection, a timeout, a reply with fewer bytes than the file has left. Looked for along
+    or reset connection, a timeout, a reply with fewer bytes than the file has left or a 416 (Range
+    Not Satisfiable) for bytes the file has (the file's size is known). Looked for along
     the causes: fsspec and s3fs raise their own errors from what the server said. A library's errors
     are checked only once it is loaded."""
     aiohttp, botocore = sys.modules.get("aiohttp"), sys.modules.get("botocore.exceptions")
@@ -136,7 +137,7 @@ def retryable(error: BaseException | None) -> bool:
             return True
         if botocore and isinstance(cause, (botocore.HTTPClientError, botocore.ConnectionError)):
             return True
-        if (status := http_status(cause)) is not None and (status >= 500 or status in (408, 429)):
+        if (status := http_status(cause)) is not None and (status >= 500 or status in (408, 416, 429)):
             return True
     return False
 
