@@ -17,7 +17,7 @@ from corpus.flow.run import run_corpus
 from corpus.read.inputs import InputListError, files_to_read_again, resolve_inputs
 from corpus.read.manifest import MANIFEST, read_manifest
 from corpus.read.warc import DAMAGED, INPUT_FILES, READ_WHOLE, SKIPPED, file_record, read_input_files
-from corpus.sample import write_manifest, write_sample
+from corpus.sample import read_gold, write_manifest, write_sample
 
 FAST = {"safety": {"before_extraction": False}}  # no URL block lists to load: these runs are about reading
 
@@ -92,6 +92,28 @@ def test_a_skipped_file_fetched_again_is_read_again_with_its_task_alone(tmp_path
         assert output_hashes(config.arm_dir(arm) / "output") == output_hashes(reference.arm_dir(arm) / "output")
     assert (config.arm_dir("x") / "output" / "00000.jsonl.gz").stat().st_mtime_ns == kept
     assert all(accounted_text(ledger).startswith("NO (unfinished: exact-signatures") for ledger in ledgers(config))
+
+
+def test_a_user_manifest_lists_every_input_file(tmp_path, sample_dir):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for name in ("sample.warc.gz", "gold.jsonl"):
+        (mirror / name).write_bytes((sample_dir / name).read_bytes())
+    config = with_inputs(make_config(tmp_path / "out", mirror / "sample.warc.gz", {"x": {"extractor": "trafilatura"}}),
+                         manifest=str(tmp_path / "manifest.jsonl"))
+    (tmp_path / "manifest.jsonl").write_text('{"path": "elsewhere.warc.gz", "size": 10}\n')
+    with pytest.raises(InputListError, match=rf"has no line for 1 input files: {mirror / 'sample.warc.gz'}"):
+        resolve_inputs(config)
+    (tmp_path / "manifest.jsonl").write_text('{"path": "elsewhere.warc.gz", "records": 10}\n')
+    with pytest.raises(InputListError, match=r"manifest.jsonl line 1: give a `path` and its `size` or `sha256`"):
+        resolve_inputs(config)
+    manifest = write_manifest(mirror, [mirror / "sample.warc.gz"])  # corpus.sample's, beside the files it lists
+    [entry] = read_manifest(resolve_inputs(with_inputs(config, manifest=str(manifest)))[1].with_name(MANIFEST))["files"].values()
+    assert entry == {"path": "sample.warc.gz", "size": (mirror / "sample.warc.gz").stat().st_size,
+                     "sha256": entry["sha256"], "records": len(read_gold(mirror / "gold.jsonl"))}
+    with pytest.raises(ValueError, match="manifest: the generated sample needs none"):
+        ExperimentConfig.model_validate({"name": "t", "output_root": str(tmp_path), "arms": {"x": {"extractor": "trafilatura"}},
+                                         "inputs": {"sample": {}, "manifest": str(manifest)}})
 
 
 def test_switching_how_files_are_read_changes_no_config_hash(sample_dir, tmp_path):
