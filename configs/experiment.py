@@ -76,6 +76,9 @@ class InputsConfig(StrictModel):
     warc: list[str] | None = None  # local paths or globs (relative to the working directory), or URLs
     common_crawl: CommonCrawlInput | None = None
     sample: SampleInput | None = None
+    # JSON lines of the input files' expected `size` and/or `sha256` (and `records`), one file a line,
+    # `path` relative to the manifest's folder: a local mirror's own record of its files (corpus.read.manifest)
+    manifest: str | None = None
     # a file that is not whole WARC records (truncated, a corrupt gzip member, not a WARC): `fail`
     # its task, or `skip` it, counted and named in the ledger
     on_corrupt: Literal["fail", "skip"] = "fail"
@@ -101,6 +104,11 @@ class InputsConfig(StrictModel):
                     raise ValueError(f"{pattern!r}: URLs are read as given, not expanded: list the files")
                 if "://" not in pattern and not glob.glob(pattern):
                     raise ValueError(f"no file matches {pattern!r}")
+        if self.manifest is not None:
+            if self.sample is not None:
+                raise ValueError("manifest: the generated sample needs none (its files are made here)")
+            if "://" not in self.manifest and not Path(self.manifest).is_file():
+                raise ValueError(f"manifest: no file {self.manifest!r}")
         return self
 
 

@@ -62,9 +62,14 @@ def package_set_sha256() -> str:
     return hashlib.sha256("\n".join(dists).encode()).hexdigest()
 
 
+# how input files are read, which changes no output (a file that cannot be read whole is named in the
+# ledger either way): switching them on a resumed run mixes nothing
+READING_ONLY = {"on_corrupt": True, "retries": True, "read_timeout_s": True}
+
+
 def config_sha256(config: ExperimentConfig) -> str:
-    """Of the validated config, defaults included, the output root left out: paths under it (the gold
-    arm's default, the sample's gold.jsonl) count relative to it."""
+    """Of the validated config, defaults included, the output root and READING_ONLY left out: paths
+    under the output root (the gold arm's default, the sample's gold.jsonl) count relative to it."""
     root = config.output_root.parts
 
     def rooted(value):
@@ -76,7 +81,7 @@ def config_sha256(config: ExperimentConfig) -> str:
             return str(Path("<output_root>", *Path(value).parts[len(root):]))
         return value
 
-    dump = rooted(config.model_dump(mode="json", exclude={"output_root"}))
+    dump = rooted(config.model_dump(mode="json", exclude={"output_root": True, "inputs": READING_ONLY}))
     return hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()
 
 
