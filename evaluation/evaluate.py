@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     for (rung, arm, seed), checkpoints in runs.items():
         one = config.for_rung(rung)
         title = f"evaluate {arm} {rung} seed {seed}"
-        if warning := write_provenance(one.eval_dir(arm, seed), one):
+        if warning := write_provenance(one.eval_dir(arm, seed), one, "evaluation"):
             console.say(f"warning: {warning}")
         with console.stage(title, log, "tasks", len(checkpoints) * tasks) as bar:
             for checkpoint in checkpoints:

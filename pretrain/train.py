@@ -73,7 +73,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
                          f"{world} ranks x micro_batch_size {training.micro_batch_size}")
     seed_everything(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if rank == 0 and (warning := write_provenance(run_dir, config)):
+    if rank == 0 and (warning := write_provenance(run_dir, config, "training")):
         say(f"warning: {warning}")
 
     # ---- model, optimiser, data

@@ -65,7 +65,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         say(f"run again, built on a stage that runs again: {', '.join(forgotten)}")
     # after forgetting: a stage that reruns whole removes its folders, the tokenizer's provenance with them
     for folder in sorted({stage_folder(config, stage) for stage in stages}):
-        if warning := write_provenance(folder, config):
+        if warning := write_provenance(folder, config, "corpus"):
             say(f"warning: {warning}")
     if executor == "slurm":
         for label, jobs in submit_slurm(config, stages).items():
