@@ -142,7 +142,59 @@ def fit_scaling(points: dict[float, list[float]], target_compute: float, lower_i
     # one seed at a compute value gives the bootstrap nothing to resample there
     varied = all(len(s) >= 2 for s in points.values()) and len(predictions) >= 20
     low, high = np.percentile(predictions, [2.5, 97.5]) if varied else (math.nan, math.nan)
-    return {"form": fit.form, "params": fit.params, "target_compute": target_compute,
+    return {"form": fit.form, "params": fit.params, "lower_is_better": lower_is_better, "target_compute": target_compute,
             "prediction": float(fit(target_compute)), "interval": [float(low), float(high)],
             "resamples": resamples, "failed_resamples": failed,
             "fitted": {str(c): float(fit(c)) for c in points}}
+
+
+# ---------------------------------------------------------------- the ladder's part of the report
+
+
+def rung_decisions(report: dict) -> dict[tuple[str, str], Decision]:
+    """A rung's every-pair table as Decisions: (score, "b − a") → its difference and verdict."""
+    out = {}
+    for row in report.get("every_pair", []):
+        for key, cell in row.items():
+            if key in ("arm", "reference") or not cell:
+                continue
+            out[(key, f"{row['arm']} − {row['reference']}")] = Decision(cell["difference"], cell["result"] or "noise")
+    return out
+
+
+def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: list[str], target: str,
+                  resamples: int = 200) -> dict:
+    """The ladder's part of the report from each evaluated rung's report (`reports`, smallest rung
+    first) and each rung's training compute in FLOPs: the agreement of every rung's verdicts with
+    the target's (the last configured rung; while it has no evaluated run, the largest that has, and
+    said so), and per score and arm the scaling fit with its prediction at the target's compute."""
+    evaluated = [r for r in rungs if r in reports and reports[r]["arms"]]
+    reference = target if target in evaluated else (evaluated[-1] if evaluated else None)
+    out = {"rungs": rungs, "evaluated": evaluated, "target": target, "reference": reference,
+           "target_evaluated": target in evaluated, "compute": compute, "agreement": {}, "scores": {}}
+    if reference is None:
+        return out
+    decisions = {r: rung_decisions(reports[r]) for r in evaluated}
+    out["agreement"] = agreement(decisions, reference)
+    from evaluation.metrics import DECISION
+
+    for family, column in DECISION:
+        fams = {r: reports[r]["families"].get(family) for r in evaluated}
+        present = {r: f for r, f in fams.items() if f and column in f["finals"]["columns"]}
+        if not present:
+            continue
+        any_family = next(iter(present.values()))
+        lower = any_family["lower_is_better"]
+        arms = sorted({a for f in present.values() for a in f["finals"]["columns"][column]},
+                      key=lambda a: reports[reference]["arms"].index(a) if a in reports[reference]["arms"] else 99)
+        per_arm = {}
+        for arm in arms:
+            points = {r: f["finals"]["columns"][column][arm] for r, f in present.items()
+                      if f["finals"]["columns"][column].get(arm)}
+            fit = fit_scaling({compute[r]: s for r, s in points.items()}, compute[target], lower, resamples) \
+                if len(points) >= 2 else None
+            per_arm[arm] = {"points": {r: {"compute": compute[r], "scores": s} for r, s in points.items()}, "fit": fit}
+        out["scores"][f"{family}:{column}"] = {
+            "family": family, "column": column, "title": f"{any_family['title']}: {any_family['columns'][column]}",
+            "unit": any_family["unit"], "scale": any_family["scale"], "lower_is_better": lower, "arms": per_arm}
+    return out

@@ -79,3 +79,41 @@ def test_a_container_training_job_runs_torchrun_inside_the_image(tmp_path, monke
     raw["pretrain"]["slurm"] = {"container_env": "source /opt/xsuite/bin/activate"}
     with pytest.raises(ValidationError, match="container_mounts and container_env need a container_image"):
         ExperimentConfig.model_validate(raw)
+
+
+def test_a_ladder_submits_one_job_per_rung_arm_and_seed_shaped_by_its_rung(tmp_path, monkeypatch):
+    """`sbatch slurm/pretrain.sh` of a ladder, through a fake `sbatch`: each rung's jobs ask for its
+    own nodes, GPUs and time, and run torchrun on that rung."""
+    import os
+    import stat
+
+    from configs.experiment import ExperimentConfig
+    from conftest import PRETRAIN_MODEL
+    from pretrain.submit import submit
+    from pretrain.train import selected_runs
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sbatch").write_text('#!/usr/bin/env bash\ncp "${@: -1}" "$FAKE_SBATCH_DIR/$(date +%s%N).sbatch"\n'
+                                             "echo 7\n")
+    (tmp_path / "bin" / "sbatch").chmod(stat.S_IRWXU)
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SBATCH_DIR", str(tmp_path / "jobs"))
+    raw = pretrain_experiment(tmp_path / "out")
+    raw["pretrain"] = {"training": raw["pretrain"]["training"], "slurm": {"partition": "h100", "gpus_per_node": 8},
+                       "ladder": [{"name": "small", "model": PRETRAIN_MODEL | {"hidden_size": 16, "ffn_hidden_size": 32},
+                                   "tokens": 2000, "seeds": [1, 2, 3], "slurm": {"gpus_per_node": 1, "time": "02:00:00"}},
+                                  {"name": "large", "model": PRETRAIN_MODEL, "seeds": [1], "slurm": {"nodes": 4}}]}
+    config = ExperimentConfig.model_validate(raw)
+    runs = selected_runs(config, "exp.yaml", None, None)
+    assert runs == [("small", "a", 1), ("small", "a", 2), ("small", "a", 3), ("small", "b", 1), ("small", "b", 2),
+                    ("small", "b", 3), ("large", "a", 1), ("large", "b", 1)]
+    assert len(submit(config, "exp.yaml", runs, dry_run=False)) == 8
+    scripts = [p.read_text() for p in sorted((tmp_path / "jobs").iterdir())]
+    shapes = {}
+    for script in scripts:
+        d = directives(script)
+        rung = d["job-name"].split("-")[-2]
+        shapes.setdefault(rung, set()).add((d["nodes"], d["gpus-per-node"], d["time"], d["partition"]))
+        assert f"--rung {rung} " in script and d["job-name"].startswith("xsuite-train-")
+    assert shapes == {"small": {("1", "1", "02:00:00", "h100")}, "large": {("4", "8", "48:00:00", "h100")}}
