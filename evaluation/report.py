@@ -13,7 +13,7 @@ difference of every pair of arms) and `curves_<family>.png`.
   `evaluation.average_last` k, the mean over the last k such steps, said wherever it is used).
 - The headline is the paper's Table 5 layout: per arm the suite's accuracy (lm-eval's own
   numbers), mean ± spread across seeds, and centered accuracy beside the raw average.
-- Beside accuracy, continuous scores from the same logs (evaluation/metrics.py): bits per byte
+- Beside accuracy, continuous scores from the same logs (evaluation/metrics/): bits per byte
   of the gold answer and the probability on it per benchmark, and bits per byte on clean web
   text in two views (evaluation/clean_text.py), its own category.
 - Differences between every pair of arms come with 95% intervals sound with 2-3 seeds

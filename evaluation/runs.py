@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from configs.experiment import ExperimentConfig
-from evaluation.metrics import TaskDocuments, clean_text_values, read_task_documents
+from evaluation.metrics.clean_text import clean_text_values
+from evaluation.metrics.documents import TaskDocuments, read_task_documents
 
 
 @dataclass
@@ -58,7 +59,7 @@ def load_runs(config: ExperimentConfig) -> list[Run]:
 
 def value_array(run: Run, task: str, key: str, documents: list[tuple[str, int]]) -> np.ndarray:
     """A run's values of `key` on `documents` of a task; the clean-text `clean_bpb` is the ratio's
-    linearisation over those documents (evaluation.metrics.clean_text_values)."""
+    linearisation over those documents (evaluation.metrics.clean_text.clean_text_values)."""
     values = run.documents(task).values
     if key == "clean_bpb":
         return clean_text_values(np.array([values[d]["bits"] for d in documents]),

@@ -29,7 +29,7 @@ class Benchmark(BaseModel):
     chance: float = Field(ge=0, lt=1)
     shots: int = Field(0, ge=0)
     items: list[int] = Field(min_length=1)  # documents of each task's scored split (hub version)
-    continuous: list[Literal["bpb", "p_gold"]] = []  # likelihood scores of the headline form (evaluation/metrics.py)
+    continuous: list[Literal["bpb", "p_gold"]] = []  # likelihood scores of the headline form (evaluation/metrics/)
 
     @model_validator(mode="after")
     def _items_per_task(self) -> Benchmark:

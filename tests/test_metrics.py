@@ -10,7 +10,8 @@ import pytest
 
 from configs.experiment import ExperimentConfig
 from conftest import pretrain_experiment, write_eval_run
-from evaluation.metrics import clean_text_values, read_task_documents
+from evaluation.metrics.clean_text import clean_text_values
+from evaluation.metrics.documents import read_task_documents
 
 MC = {"output_type": "multiple_choice", "target_delimiter": " "}
 CONTEXT = "Question: which?\nAnswer:"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.evaluate import OFFLINE_ENV
-from evaluation.metrics import document_values, gold_index
+from evaluation.metrics import document_values
+from evaluation.metrics.gold import gold_index
 from evaluation.offline_tasks import included_yaml, task_splits, write_local_task
 from evaluation.suite import TASKS_DIR
 
