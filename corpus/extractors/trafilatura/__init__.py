@@ -1,38 +1,82 @@
-"""Trafilatura through datatrove's own extractor step: the paper's baseline arm, and the Dripper
-arm's fallback."""
+"""Trafilatura (`extractor: trafilatura`): the paper's baseline arm, and the Dripper arm's fallback.
+
+The step (`step.py`) is the suite's own, not datatrove's (whose `processing` extra caps Trafilatura
+below 1.12): it maps the arm's options onto the API of the release that runs. That release is the
+one installed with the suite unless `options.version` pins another; a pinned release that is not
+the installed one runs in an environment of its own (`.venv-trafilatura-<version>` beside this
+checkout, made by `make trafilatura-release TRAFILATURA=<version>`), through a worker process
+(`release.py`) that imports nothing but Trafilatura.
+"""
 
 from __future__ import annotations
 
+import re
+from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from configs.base import StrictModel
 from corpus.extractors.base import ExtractorArm
 
+REPO = Path(__file__).resolve().parents[3]
+# the releases whose API the step maps the options onto (checked on 1.11.0 and 2.3.1)
+SUPPORTED = ((1, 11, 0), (3, 0, 0))
+
+
+@cache
+def installed_release() -> str:
+    return metadata.version("trafilatura")
+
+
+def release_environment(version: str) -> Path:
+    """Where a release other than the installed one lives: a virtualenv of its own."""
+    return REPO / f".venv-trafilatura-{version}"
+
+
+def release_tuple(version: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(part) for part in re.match(r"(\d+)\.(\d+)\.(\d+)", version).groups())
+    return major, minor, patch
+
 
 class TrafilaturaOptions(StrictModel):
-    """Options of datatrove's Trafilatura step (its `deduplicate` cache is always off: it blanks
-    paragraphs already seen in earlier documents of the same process)."""
+    """What the arm asks of Trafilatura. Its `deduplicate` cache is always off: it blanks
+    paragraphs already seen in earlier documents of the same process. `timeout_s` is the suite's
+    per-page limit (the step's sandbox), not a Trafilatura setting."""
 
+    version: str | None = None  # null: the installed release; "1.11.0": that release, in its own environment
     output_format: Literal["markdown", "txt"] = "markdown"
     favour_precision: bool = True
     include_tables: bool = True
     timeout_s: float = Field(10.0, gt=0)
 
+    @field_validator("version")
+    @classmethod
+    def _runnable_release(cls, version: str | None) -> str | None:
+        if version is None:
+            return None
+        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            raise ValueError(f"{version!r}: give a release as on PyPI, e.g. 1.11.0")
+        low, high = SUPPORTED
+        if not low <= release_tuple(version) < high:
+            raise ValueError(f"trafilatura {version}: the step maps its options onto releases 1.11.0 to 2.x only")
+        if version != installed_release() and not (release_environment(version) / "bin" / "python").exists():
+            raise ValueError(f"trafilatura {version} is not the installed release ({installed_release()}) and has no "
+                             f"environment at {release_environment(version)}: make trafilatura-release TRAFILATURA={version}")
+        return version
+
+    @property
+    def release(self) -> str:
+        """The release that runs."""
+        return self.version or installed_release()
+
 
 def trafilatura_step(options: TrafilaturaOptions):
-    from datatrove.pipeline.extractors import Trafilatura
+    from corpus.extractors.trafilatura.step import Trafilatura
 
-    # deduplicate=False: trafilatura's per-process cache blanks paragraphs it has seen before,
-    # which silently empties documents built from repeated templates.
-    return Trafilatura(
-        favour_precision=options.favour_precision,
-        timeout=options.timeout_s,
-        deduplicate=False,
-        output_format=options.output_format,
-        include_tables=options.include_tables,
-    )
+    return Trafilatura(options)
 
 
 class TrafilaturaArm(ExtractorArm):
@@ -41,3 +85,6 @@ class TrafilaturaArm(ExtractorArm):
 
     def step(self):
         return trafilatura_step(self.options)
+
+    def versions(self) -> dict[str, str]:
+        return {"trafilatura": self.options.release}
