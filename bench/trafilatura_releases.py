@@ -9,7 +9,10 @@ environments: `make setup` makes 1.11.0's, `make trafilatura-release TRAFILATURA
 
 1. Quality: every shared annotated set (../shared/data/extraction/*/pages.jsonl.gz) through each
    release's arm, scored by evaluation.extraction (WebMainBench protocol): ROUGE-5 F1 per full-gold
-   set and its means over sets and over pages; snippet recall / leakage on partial-gold sets.
+   set and its means over sets and over pages; snippet recall / leakage on partial-gold sets. Then
+   the installed release minus each other, paired page by page, with 95% intervals over the pages
+   (evaluation.intervals): ROUGE-5 F1 as the protocol scores it (Markdown), in the plain view (the
+   marks of both sides removed: what is left is content, not dialect) and bag-of-words token F1.
 2. Speed: pages/s per core, from the CPU seconds of `trafilatura.extract` over the same pages, each
    release in a worker process of its own environment (the installed release too, so that both
    pay the same pipe), in A B B A order; the pages no release timed out on in (1).
@@ -27,16 +30,21 @@ import argparse
 import json
 import resource
 import sys
+from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from corpus.extractors.trafilatura import TrafilaturaArm, TrafilaturaOptions, installed_release
 from corpus.extractors.trafilatura.step import Trafilatura
 from corpus.sample.annotated import SHARED_PAGE_SETS, LabelledPage, load_pages
 from evaluation.extraction import evaluate, markdown_table
+from evaluation.intervals import SeedVariance, paired_interval
 
 DEMO_CONFIG = Path("configs/local.yaml")
+SCORES = {"rouge5_f1": "ROUGE-5 F1, Markdown (the protocol)", "rouge5_f1_plain": "ROUGE-5 F1, plain view",
+          "token_f1": "token F1 (bag of words)"}
 
 
 def arm_name(release: str) -> str:
@@ -50,6 +58,32 @@ def release_arms(releases: list[str]) -> dict[str, TrafilaturaArm]:
     for release in releases:
         arms[arm_name(release)] = TrafilaturaArm(extractor="trafilatura", options=TrafilaturaOptions(version=release))
     return arms
+
+
+def page_scores(folder: Path) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """arm -> score -> full-gold set -> per-page values, in one page order for every arm."""
+    rows = sorted(map(json.loads, (folder / "pages.jsonl").read_text().splitlines()), key=lambda r: (r["dataset"], r["id"]))
+    scores: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for row in rows:
+        for score in SCORES:
+            if row.get(score) is not None:
+                scores[row["arm"]][score][row["dataset"]].append(row[score])
+    return scores
+
+
+def differences(folder: Path, current: str, other: str) -> dict[str, dict[str, dict]]:
+    """current − other per score: per full-gold set, over sets (each set alike) and over pages (each
+    page alike), each with its 95% interval over the paired pages (one run: no seeds)."""
+    scores = page_scores(folder)
+    out = {}
+    for score in SCORES:
+        a = {ds: np.array([v]) for ds, v in scores[other][score].items()}
+        b = {ds: np.array([v]) for ds, v in scores[current][score].items()}
+        pages = sum(m.shape[1] for m in a.values())
+        weights = {f"set {ds}": {ds: 1.0} for ds in a} | {"mean over sets": {ds: 1 / len(a) for ds in a},
+                                                          "mean over pages": {ds: m.shape[1] / pages for ds, m in a.items()}}
+        out[score] = {name: paired_interval(a, b, w, SeedVariance(0.0, 0)).to_json() for name, w in weights.items()}
+    return out
 
 
 def children_cpu_seconds() -> float:
@@ -118,12 +152,25 @@ def demo_yield(arms: dict[str, TrafilaturaArm], out: Path) -> dict[str, dict]:
     return result
 
 
+def difference_table(diffs: dict, title: str) -> list[str]:
+    def cell(d: dict) -> str:
+        mark = "**" if d["resolved"] else ""
+        return f"{mark}{d['difference']:+.4f}{mark} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+    rows = list(next(iter(diffs.values())))
+    return [f"### {title}", "", "| | " + " | ".join(SCORES[s] for s in diffs) + " |", "|---|" + "---:|" * len(diffs),
+            *(f"| {row.removeprefix('set ')} | " + " | ".join(cell(diffs[s][row]) for s in diffs) + " |" for row in rows),
+            "", "95% intervals over the paired pages; **bold**: the interval excludes zero."]
+
+
 def tables(summary: dict) -> str:
     quality, speeds, demo = summary["quality"], summary["speed"], summary.get("demo")
     arms = list(quality)
-    lines = ["## Quality on the shared annotated sets", "", markdown_table(quality), "",
-             "## Speed: pages/s per core (CPU seconds of trafilatura.extract, A B B A rounds)", "",
-             "| release | pages | pages/s per core | rounds |", "|---|---:|---:|---|"]
+    lines = ["## Quality on the shared annotated sets", "", markdown_table(quality), ""]
+    for other, diffs in summary["differences"].items():
+        lines += difference_table(diffs, f"{arms[0]} − {other}") + [""]
+    lines += ["## Speed: pages/s per core (CPU seconds of trafilatura.extract, A B B A rounds)", "",
+              "| release | pages | pages/s per core | rounds |", "|---|---:|---:|---|"]
     for arm in arms:
         s = speeds[arm]
         lines.append(f"| {arm} | {s['pages']:,} | {s['pages_per_cpu_s']:.1f} | "
@@ -159,7 +206,9 @@ def main() -> int:
     pages = [p for f in files for p in load_pages(f, args.max_pages)]
     quality = evaluate(arms, pages, args.out / "quality")
     slow = timed_out(quality, args.out / "quality")
+    current, *others = arms
     summary = {"installed": installed_release(), "releases": args.releases, "quality": quality,
+               "differences": {other: differences(args.out / "quality", current, other) for other in others},
                "speed": speed(arms, [p for p in pages if (p.dataset, p.id) not in slow])}
     if not args.no_demo:
         summary["demo"] = demo_yield(arms, args.out / "demo")

@@ -9,7 +9,9 @@ options (corpus.extractors: trafilatura, resiliparse, readability, justext, html
 Writes to DIR (default `<output_root>/extraction_quality/`): `pages.jsonl` (one row per arm and
 page), `summary.json` (means per dataset, language, difficulty, content type; errors, timeouts,
 fallbacks and pages/s per arm), `summary.md` (the table printed) and `<dataset>.png` bar charts.
-Full-gold pages get ROUGE-5 F1 and token F1; partial-gold pages snippet recall and leakage.
+Full-gold pages get ROUGE-5 F1 and token F1, and ROUGE-5 F1 in the plain view (prediction and gold
+without their Markdown marks, corpus/extractors/plain.py: what is left of a difference there is
+content, not dialect); partial-gold pages snippet recall and leakage.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 from datatrove.data import Document
@@ -27,6 +30,7 @@ from datatrove.data import Document
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors import default_arm, standalone_kinds
 from corpus.extractors.base import versions_text
+from corpus.extractors.plain import plain_text
 from corpus.sample.annotated import LabelledPage, load_pages
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
 from slurm import console
@@ -64,7 +68,13 @@ def score_page(page: LabelledPage, prediction: str) -> dict:
     if page.with_snippets is not None:
         snippets = snippet_scores(prediction, list(page.with_snippets), list(page.without_snippets))
         return {"snippet_recall": snippets.recall, "snippet_leakage": snippets.leakage}
-    return {"rouge5_f1": rouge_n_f1(prediction, page.gold), "token_f1": token_f1(prediction, page.gold)}
+    return {"rouge5_f1": rouge_n_f1(prediction, page.gold), "token_f1": token_f1(prediction, page.gold),
+            "rouge5_f1_plain": rouge_n_f1(plain_text(prediction), plain_view(page.gold))}
+
+
+@lru_cache(maxsize=8192)  # every arm is scored against the same gold texts
+def plain_view(gold: str) -> str:
+    return plain_text(gold)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -72,7 +82,7 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-METRICS = ("rouge5_f1", "token_f1", "snippet_recall", "snippet_leakage")
+METRICS = ("rouge5_f1", "token_f1", "rouge5_f1_plain", "snippet_recall", "snippet_leakage")
 
 
 def _group_means(rows: list[dict], key) -> dict:

@@ -1,6 +1,7 @@
 """The Trafilatura arm: its options in each release's API, a pinned release in its own environment
 (`options.version`), and the release named wherever its numbers are."""
 
+import io
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from corpus.extractors.trafilatura import TrafilaturaOptions, installed_release,
 from corpus.extractors.trafilatura.step import ReleaseError, Trafilatura, extract_kwargs
 from corpus.flow.run import run_corpus
 from corpus.sample.annotated import load_pages
+from slurm import console
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER_RELEASE = "1.11.0"
@@ -91,7 +93,8 @@ def test_the_worker_dies_with_the_process_that_started_it():
 
 
 @paper_release_env
-def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_path, sample_dir):
+def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_path, sample_dir, monkeypatch):
+    monkeypatch.setattr(console, "TERMINAL", terminal := io.StringIO())
     pinned = {"extractor": "trafilatura", "options": {"version": PAPER_RELEASE}}
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"current": {"extractor": "trafilatura"},
                                                                            "paper": pinned})
@@ -99,6 +102,8 @@ def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_pa
     assert all(s["balanced"] and s["documents_out"] for s in summaries.values())
     assert summaries["paper"]["versions"] == {"trafilatura": PAPER_RELEASE}
     assert summaries["current"]["versions"] == {"trafilatura": installed_release()}
+    closing = [line for line in terminal.getvalue().splitlines() if line.startswith("✓ extract-paper")]
+    assert len(closing) == 1 and f"documents by trafilatura {PAPER_RELEASE} (" in closing[0]
     made = json.loads((config.arm_dir("paper") / "provenance.json").read_text())
     assert made["extractors"] == {"current": {"trafilatura": installed_release()}, "paper": {"trafilatura": PAPER_RELEASE}}
     # each release's own Markdown: 2.x escapes CommonMark's inline characters, 1.11 does not

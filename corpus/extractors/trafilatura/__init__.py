@@ -41,6 +41,13 @@ def release_tuple(version: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
+def unsupported(release: str) -> str | None:
+    """Why the step cannot map the options onto `release`; None when it can."""
+    if not SUPPORTED[0] <= release_tuple(release) < SUPPORTED[1]:
+        return f"trafilatura {release}: the step maps its options onto releases 1.11.0 to 2.x only"
+    return None
+
+
 class TrafilaturaOptions(StrictModel):
     """What the arm asks of Trafilatura. Its `deduplicate` cache is always off: it blanks
     paragraphs already seen in earlier documents of the same process. `timeout_s` is the suite's
@@ -59,9 +66,8 @@ class TrafilaturaOptions(StrictModel):
             return None
         if not re.fullmatch(r"\d+\.\d+\.\d+", version):
             raise ValueError(f"{version!r}: give a release as on PyPI, e.g. 1.11.0")
-        low, high = SUPPORTED
-        if not low <= release_tuple(version) < high:
-            raise ValueError(f"trafilatura {version}: the step maps its options onto releases 1.11.0 to 2.x only")
+        if why := unsupported(version):
+            raise ValueError(why)
         if version != installed_release() and not (release_environment(version) / "bin" / "python").exists():
             raise ValueError(f"trafilatura {version} is not the installed release ({installed_release()}) and has no "
                              f"environment at {release_environment(version)}: make trafilatura-release TRAFILATURA={version}")

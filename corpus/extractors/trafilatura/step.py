@@ -16,11 +16,11 @@ from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.extractors.base import BaseExtractor
 
 from corpus.extractors.trafilatura import (
-    SUPPORTED,
     TrafilaturaOptions,
     installed_release,
     release_environment,
     release_tuple,
+    unsupported,
 )
 
 WORKER = Path(__file__).with_name("release.py")
@@ -36,13 +36,12 @@ def extract_kwargs(options: TrafilaturaOptions, release: str) -> dict:
     Both lines: markdown output switches formatting on; comments, metadata and the `deduplicate`
     cache stay off (the cache blanks paragraphs seen in earlier documents of the process). 2.0
     renamed `no_fallback` (the readability/jusText comparison) to `fast`; both stay off."""
-    version = release_tuple(release)
-    if not SUPPORTED[0] <= version < SUPPORTED[1]:
-        raise ReleaseError(f"trafilatura {release}: the step maps its options onto releases 1.11.0 to 2.x only")
+    if why := unsupported(release):
+        raise ReleaseError(why)
     kwargs = {"output_format": options.output_format, "favor_precision": options.favour_precision,
               "include_tables": options.include_tables, "include_comments": False, "with_metadata": False,
               "deduplicate": False}
-    kwargs["fast" if version[0] >= 2 else "no_fallback"] = False
+    kwargs["fast" if release_tuple(release)[0] >= 2 else "no_fallback"] = False
     return kwargs
 
 
