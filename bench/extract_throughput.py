@@ -17,12 +17,11 @@ import itertools
 import json
 import statistics
 import time
-from importlib import metadata
 from pathlib import Path
 
 from mineru_html.process.build_prompt import get_full_prompt
 
-from corpus.extractors.base import versions_text
+from corpus.extractors.base import installed_versions, versions_text
 from corpus.extractors.dripper.step import main_html_from_labels, simplify_page
 from corpus.extractors.trafilatura import TrafilaturaOptions, trafilatura_step
 from corpus.markdown import html_to_markdown
@@ -87,7 +86,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/extract_throughput.json"))
     args = parser.parse_args()
     results = {name: measure(pages) for name, pages in page_sets(args.max_pages).items()}
-    versions = {name: metadata.version(name) for name in ("trafilatura", "mineru-html", "html2text")}
+    versions = installed_versions(("trafilatura", "mineru-html", "html2text"))
 
     head = (f"{'set':24} {'pages':>5} {'traf p/s':>9} {'drip+h2t':>9} {'drip+mineru':>11} | "
             f"{'simplify':>8} {'mapping':>8} {'h2t':>7} {'mineru md':>9}  (ms/page)")

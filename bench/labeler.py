@@ -23,14 +23,13 @@ import statistics
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 from corpus.extractors import default_arm
 from corpus.extractors.alignment import aligned_shares
-from corpus.extractors.base import versions_text
+from corpus.extractors.base import installed_versions, versions_text
 from corpus.extractors.block_classifier import BlockClassifierArm
 from corpus.extractors.block_classifier.blocks import blocks_markdown, page_blocks
 from corpus.extractors.block_classifier.features import page_features
@@ -94,7 +93,7 @@ def main() -> int:
     generated = list(examples_from_generated(args.generated, seed=1000)) if args.generated else []
     print(f"blocks and labels of {sum(map(len, sets.values()))} pages in {time.perf_counter() - start:.0f}s")
     traf, resiliparse = default_arm("trafilatura"), default_arm("resiliparse")
-    versions = traf.versions() | resiliparse.versions() | {name: metadata.version(name) for name in BlockClassifierArm.packages}
+    versions = traf.versions() | resiliparse.versions() | installed_versions(BlockClassifierArm.packages)
     print(f"releases: {versions_text(versions)}")
     results = {}
     for held in [h for h in args.held_out if h in sets]:

@@ -1,6 +1,6 @@
 """Trafilatura's installed release against earlier ones (the paper's 1.11.0), side by side in one run.
 
-    python -m bench.trafilatura_releases [--releases 1.11.0] [--max-pages N] [--no-demo]
+    python -m bench.trafilatura_releases [--releases 1.11.0] [--max-pages N] [--timeout-s 60] [--no-demo]
                                          [--out bench/results/trafilatura_releases]
 
 Each release is the Trafilatura arm with the same options (the default arm's: Markdown,
@@ -8,7 +8,9 @@ favour_precision, tables; `options.version` pins the earlier releases, which run
 environments: `make setup` makes 1.11.0's, `make trafilatura-release TRAFILATURA=X` another's).
 
 1. Quality: every shared annotated set (../shared/data/extraction/*/pages.jsonl.gz) through each
-   release's arm, scored by evaluation.extraction (WebMainBench protocol): ROUGE-5 F1 per full-gold
+   release's arm (its timeout raised to --timeout-s, so that a loaded machine does not turn a slow
+   page into a timeout: the speed rounds measure time), scored by evaluation.extraction (WebMainBench
+   protocol): ROUGE-5 F1 per full-gold
    set and its means over sets and over pages; snippet recall / leakage on partial-gold sets. Then
    the installed release minus each other, paired page by page, with 95% intervals over the pages
    (evaluation.intervals): ROUGE-5 F1 as the protocol scores it (Markdown), in the plain view (the
@@ -52,12 +54,12 @@ def arm_name(release: str) -> str:
     return f"trafilatura-{release.replace('.', '-')}"
 
 
-def release_arms(releases: list[str]) -> dict[str, TrafilaturaArm]:
-    """The installed release's arm (no version: what the default arm runs) and one per pinned release."""
-    arms = {arm_name(installed_release()): TrafilaturaArm(extractor="trafilatura")}
-    for release in releases:
-        arms[arm_name(release)] = TrafilaturaArm(extractor="trafilatura", options=TrafilaturaOptions(version=release))
-    return arms
+def release_arms(releases: list[str], timeout_s: float) -> dict[str, TrafilaturaArm]:
+    """The installed release's arm (no version: what the default arm runs) and one per pinned
+    release, with the default arm's options but the timeout."""
+    return {arm_name(release or installed_release()):
+            TrafilaturaArm(extractor="trafilatura", options=TrafilaturaOptions(version=release, timeout_s=timeout_s))
+            for release in [None, *releases]}
 
 
 def page_scores(folder: Path) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -191,6 +193,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--releases", nargs="+", default=["1.11.0"], help="pinned releases beside the installed one")
     parser.add_argument("--max-pages", type=int, help="at most this many pages per set")
+    parser.add_argument("--timeout-s", type=float, default=60.0, help="per page, in the quality run (the arm's: 10)")
     parser.add_argument("--no-demo", action="store_true", help="skip the yield on the demo")
     parser.add_argument("--out", type=Path, default=Path("bench/results/trafilatura_releases"))
     args = parser.parse_args()
@@ -199,7 +202,7 @@ def main() -> int:
         print(f"no page sets under {SHARED_PAGE_SETS}", file=sys.stderr)
         return 1
     try:
-        arms = release_arms(args.releases)
+        arms = release_arms(args.releases, args.timeout_s)
     except ValueError as e:  # a release without its environment: the message says how to make it
         print(e, file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ class ExtractorArm(StrictModel):
 
     def versions(self) -> dict[str, str]:
         """The release of every package that decides what this arm extracts, by distribution name."""
-        return {name: metadata.version(name) for name in self.packages}
+        return installed_versions(self.packages)
 
     @property
     def one_local_process(self) -> bool:
@@ -45,6 +45,10 @@ class ExtractorArm(StrictModel):
         drops = {"empty": counters.get("dropped", 0), "timeout": counters.get("timeout", 0),
                  "error": counters.get("broken_process", 0) + counters.get("clean_error", 0)}
         return counters.get("extracted", 0) - drops["empty"], {}, {k: v for k, v in drops.items() if v}
+
+
+def installed_versions(names) -> dict[str, str]:
+    return {name: metadata.version(name) for name in names}
 
 
 def versions_text(versions: dict[str, str]) -> str:

@@ -5,12 +5,11 @@ in vLLM or behind an endpoint, the project's CPU encoder); `labels` builds train
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from corpus.extractors.base import ExtractorArm
+from corpus.extractors.base import ExtractorArm, installed_versions
 from corpus.extractors.dripper.labelers.config import LabelerConfig
 from corpus.extractors.trafilatura import TrafilaturaOptions
 
@@ -37,7 +36,7 @@ class DripperArm(ExtractorArm):
         """mineru-html (simplification, prompt, mapping back), the labeler's engine where it runs
         here (vLLM, or transformers for the CPU encoder) and the fallback's Trafilatura."""
         engine = {"vllm": ("vllm",), "encoder": ("transformers",)}.get(self.labeler.kind, ())
-        return super().versions() | {name: metadata.version(name) for name in engine} | {"trafilatura": self.fallback.release}
+        return super().versions() | installed_versions(engine) | {"trafilatura": self.fallback.release}
 
     @property
     def one_local_process(self) -> bool:
