@@ -11,12 +11,14 @@ import psutil
 import pytest
 from datatrove.data import Document
 
+from configs.provenance import write_provenance
 from conftest import make_config
 from corpus.extractors import TrafilaturaArm
 from corpus.extractors.trafilatura import TrafilaturaOptions, installed_release, release_environment
 from corpus.extractors.trafilatura.step import ReleaseError, Trafilatura, extract_kwargs
 from corpus.flow.run import run_corpus
 from corpus.sample.annotated import load_pages
+from evaluation.report import arm_source
 from slurm import console
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,3 +113,10 @@ def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_pa
     current = run_step(TrafilaturaArm(extractor="trafilatura").step(), [ESCAPED])
     assert "snake_case" in paper[0] and "snake\\_case" in current[0]
     assert paper[1] == paper[0]  # its deduplicate cache is off too
+
+
+def test_the_report_names_the_release_each_arm_extracted_with(tmp_path, sample_dir):
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
+    assert arm_source(config, "t", config.arms["t"]) == "extractor: trafilatura"  # not extracted: nothing to name
+    write_provenance(config.arm_dir("t"), config)  # what the extraction stage records when it starts
+    assert arm_source(config, "t", config.arms["t"]) == f"extractor: trafilatura (trafilatura {installed_release()})"
