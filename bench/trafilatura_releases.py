@@ -20,7 +20,8 @@ environments: `make setup` makes 1.11.0's, `make trafilatura-release TRAFILATURA
    pay the same pipe), in A B B A order; the pages no release timed out on in (1).
 3. Yield on the demo: the demo's corpus flow (configs/local.yaml: its generated WARC, guard,
    pre-filters, tokenizer and post-processing) with one Trafilatura arm per release, up to
-   post-processing: documents and tokens after post-processing per 1,000 WARC records.
+   post-processing: documents and tokens after post-processing per 1,000 WARC records, and how
+   many post-processed records the releases share.
 
 Prints the tables; writes `summary.json` and `summary.md` in --out, the quality run's files in
 `quality/`, the demo run under `demo/`.
@@ -123,8 +124,9 @@ def timed_out(quality: dict, folder: Path) -> set[tuple[str, str]]:
 
 def demo_config(arms: dict[str, TrafilaturaArm], out: Path):
     """configs/local.yaml with its Trafilatura arm's options for every release and no other arm,
-    up to post-processing."""
-    from configs.experiment import ExperimentConfig
+    up to post-processing; written to `out/config.yaml` (for the ledger: python -m
+    corpus.accounting.ledger out/config.yaml)."""
+    from configs.experiment import load_experiment
 
     raw = yaml.safe_load(DEMO_CONFIG.read_text())
     options = raw["arms"]["trafilatura"]["options"]
@@ -132,12 +134,15 @@ def demo_config(arms: dict[str, TrafilaturaArm], out: Path):
                           "resources": raw["arms"]["trafilatura"]["resources"]} for name, arm in arms.items()}
     for section in ("dataset", "pretrain", "evaluation"):
         raw.pop(section, None)
-    return ExperimentConfig.model_validate(raw | {"name": "trafilatura_releases", "output_root": str(out)})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(raw | {"name": "trafilatura_releases", "output_root": str(out)},
+                                                    sort_keys=False))
+    return load_experiment(out / "config.yaml")
 
 
 def demo_yield(arms: dict[str, TrafilaturaArm], out: Path) -> dict[str, dict]:
     """Documents and tokens after post-processing per 1,000 WARC records, on the demo's sample."""
-    from corpus.accounting.ledger import ledgers
+    from corpus.accounting.ledger import ledgers, overlap
     from corpus.flow.run import run_corpus
 
     config = demo_config(arms, out)
@@ -151,7 +156,7 @@ def demo_yield(arms: dict[str, TrafilaturaArm], out: Path) -> dict[str, dict]:
             "documents": last["documents_out"], "tokens": last["tokens_out"], "accounted": ledger["accounted"],
             "documents_per_1000_records": 1000 * last["documents_out"] / records,
             "tokens_per_1000_records": 1000 * last["tokens_out"] / records}
-    return result
+    return {"arms": result, "overlap": overlap(config)["post-processed"]}
 
 
 def difference_table(diffs: dict, title: str) -> list[str]:
@@ -182,10 +187,13 @@ def tables(summary: dict) -> str:
                   "| release | WARC records | documents extracted | documents post-processed | tokens post-processed "
                   "| documents / 1,000 records | tokens / 1,000 records |", "|---|---:|---:|---:|---:|---:|---:|"]
         for arm in arms:
-            d = demo[arm]
+            d = demo["arms"][arm]
             lines.append(f"| {arm} | {d['records']:,} | {d['documents_extracted']:,} | {d['documents']:,} | "
                          f"{d['tokens']:,} | {d['documents_per_1000_records']:,.0f} | {d['tokens_per_1000_records']:,.0f} |")
-        lines += ["", "Tokens: the run's shared SentencePiece tokenizer, trained on both releases' text."]
+        shared = [f"{', '.join(o['arms'])}: {o['both']} in both, " + ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in o.items() if k.startswith("only_")) for o in demo["overlap"]]
+        lines += ["", "Records post-processed: " + "; ".join(shared) + ".",
+                  "Tokens: the run's shared SentencePiece tokenizer, trained on both releases' text."]
     return "\n".join(lines)
 
 
