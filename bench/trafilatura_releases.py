@@ -131,7 +131,7 @@ def demo_config(arms: dict[str, TrafilaturaArm], out: Path):
     raw = yaml.safe_load(DEMO_CONFIG.read_text())
     options = raw["arms"]["trafilatura"]["options"]
     raw["arms"] = {name: {"extractor": "trafilatura", "options": options | {"version": arm.options.version},
-                          "resources": raw["arms"]["trafilatura"]["resources"]} for name, arm in arms.items()}
+                          "resources": dict(raw["arms"]["trafilatura"]["resources"])} for name, arm in arms.items()}
     for section in ("dataset", "pretrain", "evaluation"):
         raw.pop(section, None)
     out.mkdir(parents=True, exist_ok=True)
