@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from corpus.extractors.trafilatura import TrafilaturaArm, TrafilaturaOptions, installed_release
+from corpus.extractors.trafilatura import TrafilaturaArm, TrafilaturaOptions
+from corpus.extractors.trafilatura.releases import installed_release
 from corpus.extractors.trafilatura.step import Trafilatura
 from corpus.sample.annotated import SHARED_PAGE_SETS, LabelledPage, load_pages
 from evaluation.extraction import evaluate, markdown_table

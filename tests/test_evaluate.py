@@ -8,7 +8,7 @@ import pytest
 
 from configs.experiment import ExperimentConfig
 from conftest import build_pretrain_corpus, pretrain_experiment
-from corpus.extractors.trafilatura import installed_release
+from corpus.extractors.trafilatura.releases import installed_release
 from evaluation.evaluate import main as evaluate_main
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main

@@ -2,7 +2,7 @@ import json
 from importlib import metadata
 
 from corpus.extractors import default_arm
-from corpus.extractors.trafilatura import installed_release
+from corpus.extractors.trafilatura.releases import installed_release
 from corpus.sample.annotated import gold_from_marks, load_pages
 from evaluation.extraction import evaluate, score_page
 

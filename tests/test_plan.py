@@ -10,7 +10,7 @@ import yaml
 
 from configs.experiment import load_experiment
 from corpus.accounting.ledger import arm_ledger, rows_by_name
-from corpus.extractors.trafilatura import installed_release
+from corpus.extractors.trafilatura.releases import installed_release
 from corpus.flow.plan import check_plan, verdict, yield_interval
 from corpus.flow.plan import main as plan_main
 from corpus.read.inputs import resolve_inputs

@@ -14,7 +14,8 @@ from datatrove.data import Document
 from configs.provenance import write_provenance
 from conftest import make_config
 from corpus.extractors import TrafilaturaArm
-from corpus.extractors.trafilatura import TrafilaturaOptions, installed_release, release_environment
+from corpus.extractors.trafilatura import TrafilaturaOptions
+from corpus.extractors.trafilatura.releases import installed_release, release_environment
 from corpus.extractors.trafilatura.step import ReleaseError, Trafilatura, extract_kwargs
 from corpus.flow.run import run_corpus
 from corpus.sample.annotated import load_pages

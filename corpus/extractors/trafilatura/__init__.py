@@ -5,47 +5,19 @@ below 1.12): it maps the arm's options onto the API of the release that runs. Th
 one installed with the suite unless `options.version` pins another; a pinned release that is not
 the installed one runs in an environment of its own (`.venv-trafilatura-<version>` beside this
 checkout, made by `make trafilatura-release TRAFILATURA=<version>`), through a worker process
-(`release.py`) that imports nothing but Trafilatura.
+(`worker.py`) that imports nothing but Trafilatura; `releases.py` says which release runs where.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib import metadata
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from configs.base import StrictModel
 from corpus.extractors.base import ExtractorArm
-
-REPO = Path(__file__).resolve().parents[3]
-# the releases whose API the step maps the options onto (checked on 1.11.0 and 2.3.1)
-SUPPORTED = ((1, 11, 0), (3, 0, 0))
-
-
-@cache
-def installed_release() -> str:
-    return metadata.version("trafilatura")
-
-
-def release_environment(version: str) -> Path:
-    """Where a release other than the installed one lives: a virtualenv of its own."""
-    return REPO / f".venv-trafilatura-{version}"
-
-
-def release_tuple(version: str) -> tuple[int, int, int]:
-    major, minor, patch = (int(part) for part in re.match(r"(\d+)\.(\d+)\.(\d+)", version).groups())
-    return major, minor, patch
-
-
-def unsupported(release: str) -> str | None:
-    """Why the step cannot map the options onto `release`; None when it can."""
-    if not SUPPORTED[0] <= release_tuple(release) < SUPPORTED[1]:
-        return f"trafilatura {release}: the step maps its options onto releases 1.11.0 to 2.x only"
-    return None
+from corpus.extractors.trafilatura.releases import installed_release, release_environment, unsupported
 
 
 class TrafilaturaOptions(StrictModel):

@@ -2,7 +2,7 @@
 
 The arm's options go to `trafilatura.extract` in the API of the release that runs
 (`extract_kwargs`). The installed release runs in the step's sandbox process, as datatrove's own
-Trafilatura step does; a pinned other release runs in a worker (`release.py`) started from that
+Trafilatura step does; a pinned other release runs in a worker (`worker.py`) started from that
 sandbox with the release environment's interpreter, so a timeout kills both.
 """
 
@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.extractors.base import BaseExtractor
 
-from corpus.extractors.trafilatura import (
-    TrafilaturaOptions,
-    installed_release,
-    release_environment,
-    release_tuple,
-    unsupported,
-)
+from corpus.extractors.trafilatura.releases import installed_release, release_environment, release_tuple, unsupported
 
-WORKER = Path(__file__).with_name("release.py")
+if TYPE_CHECKING:
+    from corpus.extractors.trafilatura import TrafilaturaOptions
+
+WORKER = Path(__file__).with_name("worker.py")
 
 
 class ReleaseError(RuntimeError):

@@ -2,7 +2,7 @@
 `options.version`) other than the installed one, started by the arm's step (step.py) with that
 environment's interpreter. It imports the standard library and Trafilatura only.
 
-    <env>/bin/python -I release.py KWARGS_JSON
+    <env>/bin/python -I worker.py KWARGS_JSON
 
 One JSON value a line. The worker writes `{"trafilatura": VERSION}` once it has imported it, then
 answers each HTML string it reads with `{"text": TEXT_OR_NULL}` (trafilatura.extract's result) or
