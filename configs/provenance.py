@@ -1,5 +1,5 @@
 """What made an output folder: `provenance.json` beside its outputs, with the git commit, the
-config's hash, the seeds and the package versions.
+config's hash, the seeds, the package versions and the release each extractor arm runs.
 
 The same run in another output folder writes the same file (the output root is left out of the
 hash, and there is no timestamp), so provenance never breaks a byte-for-byte comparison of two
@@ -114,11 +114,17 @@ def seeds(config: ExperimentConfig) -> dict[str, object]:
     return found
 
 
+def extractor_versions(config: ExperimentConfig) -> dict[str, dict[str, str]]:
+    """Per extractor arm, the release of every package that decides what it extracts: a pinned
+    Trafilatura release runs in an environment of its own, outside this one's package set."""
+    return {name: arm.versions() for name, arm in config.extractor_arms.items()}
+
+
 def provenance(config: ExperimentConfig, stage: str) -> dict:
     return {"git_commit": git_commit(), "config": config.name, "config_sha256": config_sha256(config),
             "stage": stage, "made_from_sha256": config_sha256(config, stage),
             "seeds": seeds(config), "python": sys.version.split()[0], "packages": package_versions(),
-            "package_set_sha256": package_set_sha256()}
+            "package_set_sha256": package_set_sha256(), "extractors": extractor_versions(config)}
 
 
 def differences(old: dict, new: dict) -> list[str]:

@@ -9,7 +9,9 @@ options (corpus.extractors: trafilatura, resiliparse, readability, justext, html
 Writes to DIR (default `<output_root>/extraction_quality/`): `pages.jsonl` (one row per arm and
 page), `summary.json` (means per dataset, language, difficulty, content type; errors, timeouts,
 fallbacks and pages/s per arm), `summary.md` (the table printed) and `<dataset>.png` bar charts.
-Full-gold pages get ROUGE-5 F1 and token F1; partial-gold pages snippet recall and leakage.
+Full-gold pages get ROUGE-5 F1 and token F1, and ROUGE-5 F1 in the plain view (prediction and gold
+without their Markdown marks, corpus/extractors/plain.py: what is left of a difference there is
+content, not dialect); partial-gold pages snippet recall and leakage.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import math
 import statistics
 import time
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 
 from datatrove.data import Document
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors import default_arm, standalone_kinds
+from corpus.extractors.base import versions_text
+from corpus.extractors.plain import plain_text
 from corpus.sample.annotated import LabelledPage, load_pages
 from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
 from slurm import console
@@ -63,7 +68,13 @@ def score_page(page: LabelledPage, prediction: str) -> dict:
     if page.with_snippets is not None:
         snippets = snippet_scores(prediction, list(page.with_snippets), list(page.without_snippets))
         return {"snippet_recall": snippets.recall, "snippet_leakage": snippets.leakage}
-    return {"rouge5_f1": rouge_n_f1(prediction, page.gold), "token_f1": token_f1(prediction, page.gold)}
+    return {"rouge5_f1": rouge_n_f1(prediction, page.gold), "token_f1": token_f1(prediction, page.gold),
+            "rouge5_f1_plain": rouge_n_f1(plain_text(prediction), plain_view(page.gold))}
+
+
+@lru_cache(maxsize=8192)  # every arm is scored against the same gold texts
+def plain_view(gold: str) -> str:
+    return plain_text(gold)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -71,7 +82,7 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-METRICS = ("rouge5_f1", "token_f1", "snippet_recall", "snippet_leakage")
+METRICS = ("rouge5_f1", "token_f1", "rouge5_f1_plain", "snippet_recall", "snippet_leakage")
 
 
 def _group_means(rows: list[dict], key) -> dict:
@@ -87,12 +98,18 @@ def summarize(rows: list[dict], runs: dict[str, dict]) -> dict:
     summary = {}
     for arm, run in runs.items():
         arm_rows = [r for r in rows if r["arm"] == arm]
+        datasets = _group_means(arm_rows, lambda r: [r["dataset"]])
+        full_gold = [d["rouge5_f1"] for d in datasets.values() if d["rouge5_f1"] is not None]
         summary[arm] = {
+            "versions": run["versions"],
             "pages": len(arm_rows),
             "pages_per_s": len(arm_rows) / run["seconds"] if run["seconds"] else None,
             "no_output": sum(1 for r in arm_rows if not r["extracted"]),
             "step_counters": run["counters"],
-            "datasets": _group_means(arm_rows, lambda r: [r["dataset"]]),
+            "datasets": datasets,
+            # ROUGE-5 over the full-gold sets: each set alike, and each page alike
+            "rouge5_f1_mean_over_sets": _mean(full_gold),
+            "rouge5_f1_mean_over_pages": _mean([r.get("rouge5_f1") for r in arm_rows]),
             "languages": _group_means(arm_rows, lambda r: [r["lang"] or "unknown"]),
             "difficulty": _group_means([r for r in arm_rows if r["difficulty"]], lambda r: [r["difficulty"]]),
             "content_types": _group_means(arm_rows, lambda r: r["content_types"]),
@@ -121,14 +138,21 @@ def markdown_table(summary: dict) -> str:
             return f"{d['rouge5_f1']:.4f}"
         return f"rec {d['snippet_recall']:.3f} / leak {d['snippet_leakage']:.3f}"
 
-    lines = ["| dataset | pages | " + " | ".join(arms) + " |", "|---|---:|" + "---:|" * len(arms)]
+    def mean(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    lines = ["| dataset | pages | " + " | ".join(arms) + " |", "|---|---:|" + "---:|" * len(arms),
+             "| extractor | | " + " | ".join(versions_text(summary[a]["versions"]) or "-" for a in arms) + " |"]
     for ds in datasets:
         pages = next(s["datasets"][ds]["pages"] for s in summary.values() if ds in s["datasets"])
         lines.append(f"| {ds} | {pages} | " + " | ".join(cell(a, ds) for a in arms) + " |")
+    lines.append("| mean over sets | | " + " | ".join(mean(summary[a]["rouge5_f1_mean_over_sets"]) for a in arms) + " |")
+    lines.append("| mean over pages | | " + " | ".join(mean(summary[a]["rouge5_f1_mean_over_pages"]) for a in arms) + " |")
     lines.append("| pages/s | | " + " | ".join(f"{summary[a]['pages_per_s']:.1f}" for a in arms) + " |")
     lines.append("| no output | | " + " | ".join(_failures(summary[a]) for a in arms) + " |")
     lines.append("")
-    lines.append("Full-gold sets: mean ROUGE-5 F1 (WebMainBench protocol). Partial-gold sets: snippet recall / leakage.")
+    lines.append("Full-gold sets: mean ROUGE-5 F1 (WebMainBench protocol); the means are over them. Partial-gold sets: "
+                 "snippet recall / leakage.")
     return "\n".join(lines)
 
 
@@ -166,7 +190,7 @@ def evaluate(arms: dict, pages: list[LabelledPage], out: Path, progress=None) ->
     rows, runs = [], {}
     for name, arm in arms.items():
         outputs, counters, seconds = run_step(arm.step(), pages)
-        runs[name] = {"counters": counters, "seconds": seconds}
+        runs[name] = {"counters": counters, "seconds": seconds, "versions": arm.versions()}
         if progress:
             progress(1)
         for page in pages:

@@ -7,6 +7,7 @@ import statistics
 
 from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
+from corpus.extractors.base import versions_text
 from evaluation.intervals import is_result
 from evaluation.metrics import DECISION
 from evaluation.suite import CATEGORY_TITLES, COLUMNS, Suite
@@ -267,7 +268,9 @@ def provenance_text(report: dict) -> str:
         groups.setdefault(tuple(p.get(k) for k in key), []).append(folder)
     first = next(iter(made.values()))
     packages = ", ".join(f"{k} {v}" for k, v in first["packages"].items() if k in REPORTED_PACKAGES)
+    extractors = "; ".join(f"{arm}: {versions_text(v)}" for arm, v in first.get("extractors", {}).items() if v)
     lines = ["## What made these numbers", "", f"- packages: {packages}; python {first['python']}",
+             *([f"- extractors: {extractors}"] if extractors else []),
              "- seeds: " + ", ".join(f"{k} {v}" for k, v in first["seeds"].items()), f"- {report['minhash_scope']}"]
     for (commit, config_hash, package_set), folders in groups.items():
         where = "every output" if len(groups) == 1 else ", ".join(folders)

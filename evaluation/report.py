@@ -41,6 +41,7 @@ from pathlib import Path
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
 from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, minhash_scope_line, rows_by_name
+from corpus.extractors.base import versions_text
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation import markdown
@@ -218,17 +219,19 @@ def format_flags(report: dict, config: ExperimentConfig) -> list[dict]:
 # ---------------------------------------------------------------- where each arm's text came from
 
 
-def arm_source(arm) -> str:
+def arm_source(config: ExperimentConfig, name: str, arm) -> str:
+    """The corpus, or the extractor with the releases its extraction ran (its folder's provenance)."""
     if isinstance(arm, ReferenceArm):
         where = arm.dataset + (f"/{arm.subset}" if arm.subset else "") if arm.corpus == HUB else f"{arm.corpus} files"
         return f"corpus: {where}" + (", post-processed here" if arm.postprocess else "")
-    return f"extractor: {arm.extractor}"
+    versions = versions_text(((read_provenance(config.arm_dir(name)) or {}).get("extractors") or {}).get(name, {}))
+    return f"extractor: {arm.extractor}" + (f" ({versions})" if versions else "")
 
 
 def extraction_context(config: ExperimentConfig, ledgers: list[dict]) -> dict:
     """Where each arm's text comes from, ROUGE-5 per arm (extraction benchmark) and
     documents/tokens kept (ledger), where present."""
-    context = {name: {"source": arm_source(arm)} for name, arm in config.arms.items()}
+    context = {name: {"source": arm_source(config, name, arm)} for name, arm in config.arms.items()}
     quality = config.output_root / "extraction_quality" / "summary.json"
     if quality.is_file():
         summary = json.loads(quality.read_text())

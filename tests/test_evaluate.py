@@ -8,6 +8,7 @@ import pytest
 
 from configs.experiment import ExperimentConfig
 from conftest import build_pretrain_corpus, pretrain_experiment
+from corpus.extractors.trafilatura.releases import installed_release
 from evaluation.evaluate import main as evaluate_main
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main
@@ -59,5 +60,6 @@ def test_offline_suite_scores_every_benchmark_and_the_report_renders(tmp_path, c
     clean = report["families"]["clean_text"]["finals"]["units"]["clean_text_web_plain"]
     assert {arm: len(v) for arm, v in clean.items()} == {"a": 1, "b": 1}
     assert "## What made these numbers" in printed and "every output: commit" in printed
+    assert f"- extractors: a: trafilatura {installed_release()}; b: trafilatura {installed_release()}" in printed
     for family in ("accuracy", "bpb", "p_gold", "clean_text"):
         assert (config.output_root / "report" / f"curves_{family}.png").stat().st_size > 0

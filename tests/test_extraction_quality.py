@@ -1,6 +1,8 @@
 import json
+from importlib import metadata
 
 from corpus.extractors import default_arm
+from corpus.extractors.trafilatura.releases import installed_release
 from corpus.sample.annotated import gold_from_marks, load_pages
 from evaluation.extraction import evaluate, score_page
 
@@ -20,7 +22,7 @@ def test_generated_page_scores_one_when_fed_its_gold(sample_dir):
     pages = load_pages(sample_dir / "gold.jsonl")
     assert {p.lang for p in pages} == {"en", "zh"}
     for page in pages[:10]:
-        assert score_page(page, page.gold) == {"rouge5_f1": 1.0, "token_f1": 1.0}
+        assert score_page(page, page.gold) == {"rouge5_f1": 1.0, "token_f1": 1.0, "rouge5_f1_plain": 1.0}
 
 
 def test_webmainbench_marks_give_the_gold_and_never_reach_the_extractor(tmp_path):
@@ -57,7 +59,9 @@ def test_evaluate_writes_pages_summary_table_and_charts(tmp_path, sample_dir):
     rows = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * len(pages)
     assert {"generated-sample.png", "wmb.png"} <= {p.name for p in out.glob("*.png")}
-    assert "| generated-sample | 12 |" in (out / "summary.md").read_text()
+    table = (out / "summary.md").read_text()
+    assert "| generated-sample | 12 |" in table and "| mean over sets |" in table and "| mean over pages |" in table
+    assert f"| extractor | | trafilatura {installed_release()} | html2text {metadata.version('html2text')} |" in table
     traf, floor = summary["trafilatura"], summary["html2text"]
     assert traf["datasets"]["wmb"]["rouge5_f1"] > 0.5
     # extracting beats keeping the whole page on generated pages full of boilerplate

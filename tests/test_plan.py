@@ -10,6 +10,7 @@ import yaml
 
 from configs.experiment import load_experiment
 from corpus.accounting.ledger import arm_ledger, rows_by_name
+from corpus.extractors.trafilatura.releases import installed_release
 from corpus.flow.plan import check_plan, verdict, yield_interval
 from corpus.flow.plan import main as plan_main
 from corpus.read.inputs import resolve_inputs
@@ -64,6 +65,7 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     plan = json.loads((root / "plan" / "plan.json").read_text())
     assert len(plan["pilot"]["files"]) == 3 and all(f["balanced"] for a in plan["pilot"]["arms"].values() for f in a["files"])
     assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot (generated pages)"}
+    assert plan["rates"]["extractor_versions"]["trafilatura"] == {"trafilatura": installed_release()}  # whose rates
     assert plan["costs"]["totals"]["gpu_hours"] > 0
     assert {n["stage"] for n in plan["global_stages"]} == {"exact-find", "minhash-buckets", "minhash-cluster", "tokenizer",
                                                            "budget"}

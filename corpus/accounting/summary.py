@@ -20,6 +20,7 @@ from pathlib import Path
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from corpus.extractors.base import versions_text
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, RecordGuard
 from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
 from corpus.read.warc import INPUT_FILES, NOT_READ, READ_WHOLE, AccountedWarcReader, read_input_files
@@ -122,6 +123,7 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
     return {
         "arm": arm_name,
         "extractor": arm.extractor,
+        "versions": arm.versions(),
         "tasks_done": tasks_done,
         "tasks": arm.resources.tasks,
         "complete": tasks_done == arm.resources.tasks,
@@ -159,6 +161,7 @@ def print_summaries(summaries: list[dict]) -> None:
         return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
 
     rows = [
+        ("extractor", lambda s: versions_text(s.get("versions", {})) or s["extractor"]),
         ("records in", lambda s: str(s.get("records", "-"))),
         ("extracted", lambda s: str(s.get("extracted", "-"))),
         ("fell back", lambda s: f"{sum(s.get('fallback', {}).values())} ({fmt(s.get('fallback', {}))})"),

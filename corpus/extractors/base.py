@@ -4,6 +4,7 @@ datatrove step and knows how that step counts the records it did not extract."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from importlib import metadata
 from typing import ClassVar
 
 from configs.base import Resources, StrictModel
@@ -19,10 +20,16 @@ class ExtractorArm(StrictModel):
     # A bound (the gold text), not an extractor: left out of the tokenizer's training sample and
     # of the extraction benchmark, where it would only score itself.
     bound: ClassVar[bool] = False
+    # the distributions whose release decides what the kind extracts: named beside every number of the arm
+    packages: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def step(self):
         """The datatrove step that turns a page's HTML (`doc.text`) into its main content."""
+
+    def versions(self) -> dict[str, str]:
+        """The release of every package that decides what this arm extracts, by distribution name."""
+        return installed_versions(self.packages)
 
     @property
     def one_local_process(self) -> bool:
@@ -38,3 +45,12 @@ class ExtractorArm(StrictModel):
         drops = {"empty": counters.get("dropped", 0), "timeout": counters.get("timeout", 0),
                  "error": counters.get("broken_process", 0) + counters.get("clean_error", 0)}
         return counters.get("extracted", 0) - drops["empty"], {}, {k: v for k, v in drops.items() if v}
+
+
+def installed_versions(names) -> dict[str, str]:
+    return {name: metadata.version(name) for name in names}
+
+
+def versions_text(versions: dict[str, str]) -> str:
+    """`trafilatura 2.3.1`, `mineru-html 1.1.2, trafilatura 2.3.1`; '' for an arm of no package."""
+    return ", ".join(f"{name} {version}" for name, version in versions.items())

@@ -14,6 +14,7 @@ from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig
 from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm
+from corpus.extractors.base import versions_text
 from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
@@ -81,7 +82,8 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     if last.name == "extract":
         s = summarize_arm(config, last.arm)
         files = f" — {note}, see the ledger" if (note := not_read_whole(s["input_files"])) else ""
-        return (f"{s['records']} records → {s['documents_out']} documents ({sum(s['dropped'].values())} dropped, "
+        by = f" by {versions}" if (versions := versions_text(s["versions"])) else ""
+        return (f"{s['records']} records → {s['documents_out']} documents{by} ({sum(s['dropped'].values())} dropped, "
                 f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}{files}")
     if last.name == "budget":
         return f"{config.dataset.tokens_per_arm:,} tokens for each of {len(config.arms)} arms"

@@ -49,6 +49,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.accounting.ledger import arm_ledger
 from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
 from corpus.extractors import DripperArm
+from corpus.extractors.base import versions_text
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER
 from corpus.flow.execute import run_local
 from corpus.flow.fit import global_stage_needs, what_does_not_fit
@@ -226,7 +227,8 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
 
 
 def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_size: int) -> dict:
-    out: dict = {"arms": {}}
+    # the rates are those of these releases: named beside them
+    out: dict = {"arms": {}, "extractor_versions": {name: arm.versions() for name, arm in config.extractor_arms.items()}}
     preflight = gpu_preflight(preflight)
     for name, arm in config.extractor_arms.items():
         measured = pilot["arms"].get(name)
@@ -497,8 +499,9 @@ def print_plan(plan: dict) -> None:
     for col in ("rate", "value", "source"):
         rt.add_column(col)
     for arm, entry in plan["rates"]["arms"].items():
+        versions = versions_text(plan["rates"]["extractor_versions"][arm])
         for key, (value, source) in entry.items():
-            rt.add_row(f"{arm}: {key}", f"{value:,.2f}", source)
+            rt.add_row(f"{arm}{f' ({versions})' if versions else ''}: {key}", f"{value:,.2f}", source)
     for key in ("training_tokens_per_gpu_s", "evaluation_gpu_hours_per_checkpoint"):
         if key in plan["rates"]:
             value, source = plan["rates"][key]

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ class BaselineArm(ExtractorArm):
 
 class ResiliparseArm(BaselineArm):
     extractor: Literal["resiliparse"]
+    packages: ClassVar = ("resiliparse",)
 
     def step(self):
         from corpus.extractors.baselines.steps import Resiliparse
@@ -28,6 +29,7 @@ class ResiliparseArm(BaselineArm):
 
 class ReadabilityArm(BaselineArm):
     extractor: Literal["readability"]
+    packages: ClassVar = ("readability-lxml", "html2text")
 
     def step(self):
         from corpus.extractors.baselines.steps import Readability
@@ -37,6 +39,7 @@ class ReadabilityArm(BaselineArm):
 
 class JustextArm(BaselineArm):
     extractor: Literal["justext"]
+    packages: ClassVar = ("jusText",)
     language: str = "English"  # jusText's stop-word list
 
     def step(self):
@@ -47,6 +50,7 @@ class JustextArm(BaselineArm):
 
 class WholePageArm(BaselineArm):
     extractor: Literal["html2text"]
+    packages: ClassVar = ("html2text",)
 
     def step(self):
         from corpus.extractors.baselines.steps import WholePage

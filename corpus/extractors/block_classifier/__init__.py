@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import field_validator
 
@@ -18,6 +18,7 @@ from corpus.extractors.base import ExtractorArm
 class BlockClassifierArm(ExtractorArm):
     extractor: Literal["block_classifier"]
     model: str  # the model folder (block_model.json and the model file)
+    packages: ClassVar = ("selectolax", "lightgbm")  # the parser and the trees (the rest is this suite's code)
 
     @field_validator("model")
     @classmethod

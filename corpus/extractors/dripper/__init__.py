@@ -5,11 +5,11 @@ in vLLM or behind an endpoint, the project's CPU encoder); `labels` builds train
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from corpus.extractors.base import ExtractorArm
+from corpus.extractors.base import ExtractorArm, installed_versions
 from corpus.extractors.dripper.labelers.config import LabelerConfig
 from corpus.extractors.trafilatura import TrafilaturaOptions
 
@@ -23,6 +23,7 @@ class DripperArm(ExtractorArm):
     markdown: Literal["html2text", "mineru"] = "html2text"
     batch_pages: int = Field(64, ge=1)
     fallback: TrafilaturaOptions = TrafilaturaOptions()
+    packages: ClassVar = ("mineru-html",)
 
     def step(self, labeler=None):
         """`labeler`: a BlockLabeler to use instead of building the configured one (benchmarks,
@@ -30,6 +31,12 @@ class DripperArm(ExtractorArm):
         from corpus.extractors.dripper.step import DripperExtractor
 
         return DripperExtractor(self, labeler)
+
+    def versions(self) -> dict[str, str]:
+        """mineru-html (simplification, prompt, mapping back), the labeler's engine where it runs
+        here (vLLM, or transformers for the CPU encoder) and the fallback's Trafilatura."""
+        engine = {"vllm": ("vllm",), "encoder": ("transformers",)}.get(self.labeler.kind, ())
+        return super().versions() | installed_versions(engine) | {"trafilatura": self.fallback.release}
 
     @property
     def one_local_process(self) -> bool:

@@ -132,6 +132,7 @@ class DripperExtractor(PipelineStep):
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         labeler = self.labeler or get_labeler(self.arm.labeler)
         fallback = trafilatura_step(self.arm.fallback)
+        fallback.check_release()
         with ExtractorSandbox(timeout=self.arm.fallback.timeout_s) as sandbox:
             for batch in batched(data, self.arm.batch_pages):
                 yield from self._extract_batch(batch, labeler, lambda html: sandbox.process_document(html, fallback.extract))
