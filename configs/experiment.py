@@ -113,6 +113,10 @@ class ExecutorConfig(StrictModel):
     job_name_prefix: str = "xsuite"
     # Slurm's MaxArraySize (1001 by default): a stage of more tasks is submitted as several arrays
     max_array_size: int = Field(1001, ge=1)
+    # the most array tasks the flow holds queued at once (each counts as a job against a site's
+    # per-user MaxSubmitJobs; leave room for your other jobs); null: no limit. Past it, the flow
+    # submits what fits and one job that submits the rest when that has finished (corpus/flow/submit.py)
+    max_queued_tasks: int | None = Field(None, ge=2)
 
     @model_validator(mode="before")
     @classmethod
