@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from configs.experiment import ExperimentConfig
 from corpus.sample import write_sample
@@ -37,6 +38,23 @@ def output_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under `root` but the logs (which hold times and host names)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and "logs" not in p.relative_to(root).parts}
+
+
+def split_warc(warc, out_dir, files: int) -> list[str]:
+    """The records of `warc` dealt round-robin into `files` WARC files (each record's gzip member
+    copied byte for byte)."""
+    data = warc.read_bytes()
+    members = []
+    with open(warc, "rb") as f:
+        records = ArchiveIterator(f)
+        for record in records:
+            record.content_stream().read()
+            members.append((records.get_record_offset(), records.get_record_length()))
+    out_dir.mkdir()
+    paths = [out_dir / f"part-{i:02d}.warc.gz" for i in range(files)]
+    for i, path in enumerate(paths):
+        path.write_bytes(b"".join(data[start:start + length] for start, length in members[i::files]))
+    return [str(p) for p in paths]
 
 
 def make_config(output_root: Path, warc: Path, arms: dict, **extra) -> ExperimentConfig:
