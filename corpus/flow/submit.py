@@ -8,8 +8,8 @@ needs: a failed task holds everything after it.
   workers over 47 arrays are 21 arrays of 6 and 26 of 5). With more arrays than workers, each runs
   one task at a time and waits (`afterany`) for the array `workers` places before it.
 - **Queued tasks** (`executor.max_queued_tasks`: a per-user MaxSubmitJobs, where every array task
-  counts): the submission never holds more. Stages are taken in running order while they fit; one
-  that does not fit whole is submitted in part, and what needs it waits. One small job,
+  counts): the submission never holds more. What fits is shared among the stages that can start
+  (`next_round`); a stage submitted in part holds what needs it. One small job,
   `<prefix>-continue` (`slurm/extract.sh` on a copy of the config), waits (`afterok`) for
   everything submitted, then submits the rest the same way: a failed task holds it too.
 - **One submission at a time.** Every job is recorded in `<output_root>/logs/slurm/jobs.jsonl`;
@@ -20,7 +20,6 @@ needs: a failed task holds everything after it.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import time
@@ -61,25 +60,24 @@ def throttles(workers: int, arrays: int) -> list[int]:
 
 
 def next_round(stages: list[Stage], unfinished: dict[str, int], limit: int | None) -> dict[str, int]:
-    """How many of each stage's unfinished tasks one submission queues. Within `limit` (one place
-    kept for the job that submits the rest, when anything is left), stages in running order; a
-    stage submitted in part holds the stages that need it, and so does one not submitted."""
-    left = sum(unfinished.values())
-    room = math.inf if limit is None or left <= limit else limit - 1
-    out: dict[str, int] = {}
-    held: set[str] = set()
+    """How many of each stage's unfinished tasks one submission queues: all of them within
+    `limit`; past it, `limit` less one place (the job that submits the rest), first shared among
+    the stages that can start now in proportion to their workers (a GPU stage and a CPU stage
+    both busy), then in running order to any stage whose needs this round submits whole."""
+    if limit is None or sum(unfinished.values()) <= limit:
+        return {label: n for label, n in unfinished.items() if n}
+    room = limit - 1
+    ready = [s for s in stages if unfinished[s.label] and not any(unfinished[need] for need in s.needs)]
+    workers = sum(s.resources.workers for s in ready)
+    out = {s.label: min(unfinished[s.label], room * s.resources.workers // workers) for s in ready}
+    room -= sum(out.values())
     for stage in stages:
-        n = unfinished[stage.label]
-        if not n:
-            continue
-        if room < 1 or any(need in held for need in stage.needs):
-            held.add(stage.label)
-            continue
-        out[stage.label] = int(min(n, room))
-        room -= out[stage.label]
-        if out[stage.label] < n:
-            held.add(stage.label)
-    return out
+        label = stage.label
+        if unfinished[label] and all(out.get(need, 0) == unfinished[need] for need in stage.needs):
+            more = min(unfinished[label] - out.get(label, 0), room)
+            out[label] = out.get(label, 0) + more
+            room -= more
+    return {label: n for label, n in out.items() if n}
 
 
 def rounds(stages: list[Stage], limit: int | None) -> list[dict[str, int]]:
