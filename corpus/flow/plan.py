@@ -161,6 +161,8 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
             "stage_cpu_seconds": {s.name: stage_cpu_seconds(s.logs) for s in post_stages},
             # documents in a near-duplicate pair: what MinHash's clustering holds
             "clustered": counters(find_step(clusters, MinhashClusters)).get("duplicates", 0) if clusters else 0,
+            "stage_bytes": {s.name: sum(folder_bytes(folder) for folder in s.outputs) for s in post_stages},
+            "signature_bytes": folder_bytes(post_dir / "minhash" / "signatures"),
             "bytes": {"extracted": folder_bytes(pilot.arm_dir(name) / "output"),
                       "intermediate": sum(folder_bytes(post_dir / d) for d in ("filtered", "exact", "minhash")),
                       "removed": folder_bytes(post_dir / "removed"),
