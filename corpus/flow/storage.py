@@ -32,12 +32,13 @@ def token_bytes(vocab_size: int) -> int:
     return 2 if vocab_size < 65_536 else 4
 
 
-def free_bytes(root: Path) -> int | None:
-    """Free space of the file system the output root is (or will be) on; None where it cannot be read."""
+def free_space(root: Path) -> tuple[str, int] | None:
+    """The free bytes of the file system the output root is on (or, not made yet, the folder it
+    will be made in), and that folder; None where it cannot be read."""
     for folder in [root, *root.resolve().parents]:
         if folder.exists():
             try:
-                return shutil.disk_usage(folder).free
+                return str(folder), shutil.disk_usage(folder).free
             except OSError:
                 return None
     return None
@@ -96,8 +97,8 @@ def stage_footprint(config: ExperimentConfig, stages: list[Stage], pilot: dict, 
                      "note": note})
     submissions = rounds(stages, config.executor.max_queued_tasks)
     final, temporary = sum(r["final_bytes"] for r in rows), sum(r["temporary_bytes"] for r in rows)
-    free = free_bytes(config.output_root)
+    where, free = free_space(config.output_root) or (None, None)
     return {"stages": rows, "tasks": sum(r["tasks"] for r in rows), "max_queued_tasks": config.executor.max_queued_tasks,
             "submissions": len(submissions), "largest_submission": max(sum(s.values()) for s in submissions),
-            "final_bytes": final, "temporary_bytes": temporary, "free_bytes": free,
+            "final_bytes": final, "temporary_bytes": temporary, "free_bytes": free, "free_on": where,
             "fits": None if free is None else final + temporary <= free}
