@@ -132,3 +132,65 @@ def test_the_streamed_index_is_megatron_s_own(tmp_path):
     (tmp_path / "lengths").write_bytes(lengths.tobytes())
     write_megatron_index(str(tmp_path / "ours.idx"), np.uint16, tmp_path / "lengths", len(lengths), chunk=64)
     assert (tmp_path / "ours.idx").read_bytes() == (tmp_path / "m.idx").read_bytes()
+
+
+HELD = """
+import re, sys
+from pathlib import Path
+from megatron.core.datasets.indexed_dataset import IndexedDataset  # imported before the baseline
+from configs.experiment import ExperimentConfig
+import corpus.tokens.budget as budget
+
+def status(key):
+    return int(re.search(rf"{key}:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024
+
+config = ExperimentConfig.model_validate_json(open(sys.argv[1]).read())
+budget.BLOCK_TOKENS = budget.BUCKET_TOKENS = int(sys.argv[2])
+before = status("VmRSS")
+Path("/proc/self/clear_refs").write_text("5")  # the peak so far (the imports') forgotten: VmHWM from here
+budget.TokenBudget(config).run()
+print(status("VmHWM") - before)
+"""
+
+
+def test_the_budget_holds_what_fit_projects_whatever_the_size_of_a_shard(tmp_path, sample_dir, monkeypatch):
+    """A reference shard of 8M tokens (what a reference arm's read task wrote as one file before
+    its files were bounded): the budget's peak memory grows by what corpus.flow.fit projects for a
+    block and a bucket, not with the shard."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+
+    from corpus.flow.fit import BYTES_PER_UNIT, budget_tokens_held
+
+    cap, shard_tokens = 1 << 21, 8 << 20
+    monkeypatch.setattr(budget, "BLOCK_TOKENS", cap)
+    monkeypatch.setattr(budget, "BUCKET_TOKENS", cap)
+    config = budget_config(tmp_path, sample_dir, 6 << 20)
+    folder = config.dataset_dir(ARM) / "tokens"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    for rank, size in enumerate([shard_tokens // 10] * 5 + [shard_tokens]):
+        lengths = rng.integers(20, 600, size // 310)
+        prefix = folder / f"{ARM}_{rank:05d}_tokens"
+        builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
+        for length in lengths:
+            builder.add_document(np.ones(length, dtype=np.uint16), [int(length)])
+        builder.finalize(f"{prefix}.idx")
+        keys = np.zeros(len(lengths), dtype=budget.KEYS)
+        keys["record"], keys["text"] = rng.integers(0, 2**63, len(lengths)), rng.integers(0, 2**63, len(lengths))
+        (folder / f"{prefix.name}.keys").write_bytes(keys.tobytes())
+        with gzip.open(f"{prefix}.ids.gz", "wt") as f:
+            f.write("".join(f"<urn:uuid:{rank:08d}-{i:027d}>\n" for i in range(len(lengths))))
+    config.tokenizer_dir().mkdir(parents=True)
+    (config.tokenizer_dir() / "tokenizer.json").write_text("{}")
+    (tmp_path / "config.json").write_text(config.model_dump_json())
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", HELD, str(tmp_path / "config.json"), str(cap)], cwd=repo, check=True,
+                         capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+    grown = int(out.stdout.split()[-1])
+    projected = BYTES_PER_UNIT["budget"] * budget_tokens_held(shard_tokens, config.dataset.tokens_per_arm)
+    assert budget_tokens_held(shard_tokens, config.dataset.tokens_per_arm) == 2 * cap  # with the caps the task ran at
+    assert grown <= projected, (grown, projected)

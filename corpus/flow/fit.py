@@ -24,14 +24,15 @@ MINHASH = output_step().title  # the ledger row of the documents MinHash sees
 
 GB = 2**30
 BASE_GB = 1.0  # what a task holds before its documents: interpreter, libraries, buffers
-# Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 22 and 0.4 bytes, rounded up
+# Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 5.5 and 0.4 bytes, rounded up
 # ~1.5x; README, "Running at scale"): a document of the stage's input (exact-find: of its hash range;
 # minhash-buckets: of one batch of signature files; minhash-cluster: in a near-duplicate pair), a
-# token of one shard (budget), a character of the sample (tokenizer).
-BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 35, "tokenizer": 1}
-# CPU seconds per unit of the stages a pilot does not run (the same bench: 0.006 µs a token the
-# budget copies, 0.03 µs a character of the tokenizer's sample, rounded up).
-SECONDS_PER_UNIT = {"budget": 1e-8, "tokenizer": 5e-8}
+# token the budget holds at once (`budget_tokens_held`), a character of the sample (tokenizer).
+BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 8, "tokenizer": 1}
+# CPU seconds per unit of the stages a pilot does not run (the same bench, rounded up: 0.020 µs a
+# token the budget writes and puts in order, 0.03 µs a character of the tokenizer's sample, 13 µs
+# an extracted document the tokenizer draws its sample from).
+SECONDS_PER_UNIT = {"budget": 3e-8, "tokenizer": 5e-8, "tokenizer-scan": 2e-5}
 OPEN_FILES = 1024  # a common soft limit (ulimit -n)
 
 
