@@ -138,6 +138,10 @@ class Shard:
         dataset = self.open()
         lengths_of = dataset.sequence_lengths
         keys_path = f"{self.prefix}.keys"
+        if Path(keys_path).stat().st_size != len(lengths_of) * KEYS.itemsize:
+            raise BudgetError(f"{keys_path}: not {KEYS.itemsize} bytes for each of the shard's {len(lengths_of):,} documents "
+                              "(written by an older version of the tokenisation stage?): remove the arm's tokens/ and "
+                              "logs/tokenize/ folders and run the flow again")
         start = token_start = 0
         while start < len(lengths_of):
             lengths = lengths_of[start:start + BLOCK_DOCUMENTS].astype(np.int64)
