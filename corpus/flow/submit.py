@@ -155,15 +155,18 @@ def check_nothing_queued(config: ExperimentConfig) -> None:
     if not queued:
         return
     ids = sorted({job for job, _, _ in queued}, key=int)
+    pending = sorted({job for job, _, state in queued if state == "PENDING"}, key=int)
     running = sorted({job for job, _, state in queued if state != "PENDING"}, key=int)
     names = sorted({name for _, name, _ in queued})
-    raise SubmissionRefused(
-        f"refused: {len(ids)} jobs of {config.output_root} are still queued or running ({', '.join(names)}; "
-        f"recorded in {record_file(config)}). After a failed task, everything after it stays PENDING for good "
-        f"(reason DependencyNeverSatisfied). Cancel what is pending:\n  scancel --state=PENDING {' '.join(ids)}\n"
-        + (f"then wait until no task runs (squeue -j {','.join(running)}), or stop them too: scancel {' '.join(running)}\n"
-           if running else "")
-        + "and submit again: only the tasks without a completion marker run.")
+    lines = [f"refused: {len(ids)} job{'s' if len(ids) > 1 else ''} of {config.output_root} still queued or running "
+             f"({', '.join(names)}; recorded in {record_file(config)})."]
+    if pending:
+        lines.append("After a failed task, what comes after it stays PENDING for good (reason DependencyNeverSatisfied). "
+                     f"Cancel what is pending:\n  scancel --state=PENDING {' '.join(pending)}")
+    if running:
+        lines.append(f"Wait until no task runs (squeue -j {','.join(running)}), or stop them: scancel {' '.join(running)}")
+    lines.append("Then submit again: only the tasks without a completion marker run.")
+    raise SubmissionRefused("\n".join(lines))
 
 
 def submit_continuation(config: ExperimentConfig, after: list[str], until: str, arms: list[str] | None) -> str:
