@@ -10,11 +10,13 @@
 2. The labeler: the configured Dripper model in vLLM on `--pages` pages (from `--page-file`, the
    shared annotated sets, or generated pages): pages/s per GPU, prompt and answer tokens per page,
    fallbacks.
-3. Training: `--steps` steps of the configured model (Transformer Engine's layer spec where it
-   imports, megatron's distributed optimizer on GPU) on random tokens; a run stopped at half way
+3. Training: `--steps` steps of the configured model (the configured `pretrain.training.attention`:
+   Transformer Engine's layer spec where it imports, SDPA otherwise; megatron's distributed
+   optimizer on GPU) on random tokens; a run stopped at half way
    and resumed from its checkpoint must log the same losses as the uninterrupted one; the last
    checkpoint's Hugging Face export must give Megatron's logits; one lm-eval task runs on it.
-   Tokens/s per GPU and MFU.
+   Tokens/s per GPU and MFU against the spec sheet and a matrix product measured here, with the
+   layer spec, attention kernel, dtype and micro-batch that produced them.
 
 Writes `<output_root>/preflight/preflight.json`, which `python -m corpus.flow.plan` reads for the GPU
 rates. On a machine without a GPU the same code runs with the tiny model shape and a random
@@ -265,7 +267,7 @@ def logit_difference(checkpoint: Path, export: Path, config: ExperimentConfig) -
 
     run = read_run_info(checkpoint)
     platform = detect()
-    model = build_model(config.pretrain.model, run["vocab_size"], platform)
+    model = build_model(config.pretrain.model, run["vocab_size"], platform, run["attention"])
     load_model(checkpoint, model)
     model.eval()
     hf = LlamaForCausalLM.from_pretrained(str(export), dtype=platform.dtype).to(platform.device).eval()
@@ -294,8 +296,7 @@ def one_lm_eval_task(config: ExperimentConfig, export: Path, limit: int) -> dict
 
 
 def measure_training(config: ExperimentConfig, out: Path, steps: int, cuda: bool) -> tuple[dict, list[dict]]:
-    import importlib.util
-
+    from bench.pretrain import matmul_peak
     from pretrain.checkpoint import latest_checkpoint
     from pretrain.train import train
 
@@ -314,12 +315,16 @@ def measure_training(config: ExperimentConfig, out: Path, steps: int, cuda: bool
     tokens_per_s = statistics.median(r["tokens_per_s"] for r in steady)
     mfus = [r["mfu"] for r in steady if r["mfu"] is not None]
     lm_eval_run = one_lm_eval_task(scratch, export, limit=20)
-    te = cuda and importlib.util.find_spec("transformer_engine") is not None
+    run = json.loads((whole / "run.json").read_text())
+    peak = matmul_peak()
     result = {"model": scratch.pretrain.model.model_dump(), "steps": steps,
-              "tokens_per_step": scratch.pretrain.tokens_per_step, "transformer_engine_spec": te,
-              "distributed_optimizer": cuda, "tokens_per_s_per_gpu": tokens_per_s,
-              "mfu": statistics.median(mfus) if mfus else None, "resume_losses_equal": same,
-              "export_max_logit_difference": diff, "lm_eval": lm_eval_run}
+              "tokens_per_step": scratch.pretrain.tokens_per_step, "distributed_optimizer": cuda,
+              # what ran: the speeds below are this layer spec's, this kernel's, at this micro-batch
+              **{k: run[k] for k in ("device", "layer_spec", "attention", "sdpa_kernel", "dtype", "micro_batch_size")},
+              "tokens_per_s_per_gpu": tokens_per_s, "mfu": statistics.median(mfus) if mfus else None,
+              "peak_flops_spec": run["peak_flops"], "peak_flops_measured": peak["flops"],
+              "mfu_measured_peak": scratch.pretrain.model.flops_per_token(run["vocab_size"]) * tokens_per_s / peak["flops"],
+              "resume_losses_equal": same, "export_max_logit_difference": diff, "lm_eval": lm_eval_run}
     checks = [check("resume from checkpoint", same, f"{len(logged)} steps, stopped at {steps // 2} and resumed",
                     "the resumed losses differ from the uninterrupted run: see pretrain/checkpoint.py"),
               check("export logit parity", diff < tolerance, f"max |Δlogit| {diff:.2e} (tolerance {tolerance:g})",
@@ -380,9 +385,12 @@ def print_report(report: dict, path: Path) -> None:
               f"and {lab['answer_tokens_per_page'] or 0:,.0f} answer tokens per page, fallbacks {lab['fallbacks']}")
     if "training" in report:
         t = report["training"]
-        mfu = f", MFU {t['mfu']:.1%}" if t["mfu"] else ""
-        print(f"training: {t['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU{mfu} "
-              f"(Transformer Engine spec: {t['transformer_engine_spec']}, distributed optimizer: {t['distributed_optimizer']})")
+        mfu = f", MFU {t['mfu']:.1%} of the spec sheet" if t["mfu"] else ""
+        kernel = t["attention"] + (f" ({t['sdpa_kernel']})" if t["sdpa_kernel"] else "")
+        print(f"training: {t['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU{mfu}, {t['mfu_measured_peak']:.1%} of the "
+              f"measured matmul peak ({t['peak_flops_measured'] / 1e12:,.2f} TFLOP/s); {t['layer_spec']} layer spec, "
+              f"attention {kernel}, {t['dtype']}, micro-batch {t['micro_batch_size']}, "
+              f"distributed optimizer: {t['distributed_optimizer']}")
     where = report["gpu"] or "CPU: code paths only, speeds not used by the plan"
     print(f"{where}; {report['seconds']:.0f} s; wrote {path}")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from configs.base import ConfigError, Resources, StrictModel, TaskResources
 from configs.model import ModelConfig, named_model
@@ -76,6 +76,9 @@ class InputsConfig(StrictModel):
     warc: list[str] | None = None  # local paths or globs (relative to the working directory), or URLs
     common_crawl: CommonCrawlInput | None = None
     sample: SampleInput | None = None
+    # JSON lines of the input files' expected `size` and/or `sha256` (and `records`), one file a line,
+    # `path` relative to the manifest's folder: a local mirror's own record of its files (corpus.read.manifest)
+    manifest: str | None = None
     # a file that is not whole WARC records (truncated, a corrupt gzip member, not a WARC): `fail`
     # its task, or `skip` it, counted and named in the ledger
     on_corrupt: Literal["fail", "skip"] = "fail"
@@ -101,6 +104,11 @@ class InputsConfig(StrictModel):
                     raise ValueError(f"{pattern!r}: URLs are read as given, not expanded: list the files")
                 if "://" not in pattern and not glob.glob(pattern):
                     raise ValueError(f"no file matches {pattern!r}")
+        if self.manifest is not None:
+            if self.sample is not None:
+                raise ValueError("manifest: the generated sample needs none (its files are made here)")
+            if "://" not in self.manifest and not Path(self.manifest).is_file():
+                raise ValueError(f"manifest: no file {self.manifest!r}")
         return self
 
 
@@ -331,6 +339,20 @@ class SlurmTraining(StrictModel):
     mem_gb: int = Field(512, ge=1)
     time: str = "48:00:00"
     qos: str = "normal"
+    # pyxis/enroot (`srun --container-image`), as most Megatron clusters run: an image with CUDA
+    # torch and Transformer Engine (nvcr.io#nvidia/pytorch:<tag>, or a .sqsh file). The repository,
+    # the output root and the config's folder are mounted at their own paths; list others here.
+    container_image: str | None = None
+    container_mounts: list[str] = []  # SRC:DST[:FLAGS]
+    # run inside the container before torchrun, in place of executor.env_command (which runs on
+    # the host): what makes the project's packages importable there (README: Transformer Engine)
+    container_env: str | None = None
+
+    @model_validator(mode="after")
+    def _container(self) -> SlurmTraining:
+        if self.container_image is None and (self.container_mounts or self.container_env):
+            raise ValueError("container_mounts and container_env need a container_image")
+        return self
 
 
 class TrainingConfig(StrictModel):
@@ -346,15 +368,30 @@ class TrainingConfig(StrictModel):
     checkpoint_every: int = Field(ge=1)  # steps; the last step is always saved
     log_every: int = Field(1, ge=1)
     peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
+    # the decoder's attention (pretrain/attention.py): Transformer Engine's layers, torch's SDPA
+    # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa
+    attention: Literal["auto", "te", "sdpa", "unfused"] = "auto"
+    # megatron-core's torch.compile fusions (SwiGLU, bias-dropout-add, cross-entropy); None: on a
+    # GPU, off on CPU (where compiling costs more than it saves at the demo's sizes)
+    fusions: bool | None = None
     # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
     # (float sums depend on how the work is split between threads)
     cpu_threads: int = Field(2, ge=1)
 
 
-class PretrainConfig(StrictModel):
+class Rung(StrictModel):
+    """One size of a model ladder: a decoder shape, the tokens it trains on, its seeds, and its
+    hyper-parameters and Slurm job (`pretrain.training` and `pretrain.slurm` with the rung's own
+    keys over them). Every rung trains on a prefix of each arm's token-matched dataset in the same
+    order, so that rungs differ in model size and tokens only."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")  # names folders: train/<arm>/<rung>/seed<S>
     model: ModelConfig
+    # absolute, or per non-embedding parameter (Chinchilla's 20, DataDecide's 100); neither: the budget
+    tokens: int | None = Field(None, ge=1)
+    tokens_per_parameter: float | None = Field(None, gt=0)
+    seeds: list[int] = Field(min_length=1)
     training: TrainingConfig
-    seeds: list[int] = Field([1, 2, 3], min_length=1)
     slurm: SlurmTraining = SlurmTraining()
 
     @field_validator("model", mode="before")
@@ -363,19 +400,103 @@ class PretrainConfig(StrictModel):
         return named_model(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _batches(self) -> PretrainConfig:
+    def _checks(self) -> Rung:
+        if self.tokens is not None and self.tokens_per_parameter is not None:
+            raise ValueError(f"rung {self.name!r}: give tokens or tokens_per_parameter, not both")
         if self.training.global_batch_size % self.training.micro_batch_size:
             raise ValueError(f"global_batch_size {self.training.global_batch_size} is not a multiple of "
                              f"micro_batch_size {self.training.micro_batch_size}")
         return self
 
+    def training_tokens(self, budget: int) -> int:
+        """The tokens this rung trains on, given the dataset's budget per arm."""
+        if self.tokens is not None:
+            return self.tokens
+        if self.tokens_per_parameter is not None:
+            return round(self.tokens_per_parameter * self.model.non_embedding_parameters)
+        return budget
+
+
+class PretrainConfig(StrictModel):
+    """One decoder size (`model` and `seeds`: a one-rung ladder), or several (`ladder`), trained on
+    the same token-matched datasets. `training` and `slurm` are every rung's; `arms` the arms trained
+    (default: every arm). The last rung is the target the smaller ones are read against."""
+
+    training: TrainingConfig
+    slurm: SlurmTraining = SlurmTraining()
+    arms: list[str] | None = None
+    ladder: list[Rung] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_size_or_a_ladder(cls, data):
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "ladder" in data:
+            if {"model", "seeds"} & set(data):
+                raise ValueError("give model and seeds (one size) or ladder (several sizes), not both")
+            rungs = data["ladder"]
+        elif "model" in data:
+            model = data.pop("model")
+            rungs = [{"name": model if isinstance(model, str) else "model", "model": model,
+                      "seeds": data.pop("seeds", [1, 2, 3])}]
+        else:
+            raise ValueError("give model (a size of configs/models/, or a shape) and seeds, or a ladder of rungs")
+        dumped = [value.model_dump() if isinstance(value, BaseModel) else dict(value or {})
+                  for value in (data.get("training"), data.get("slurm"))]
+        training, slurm = dumped
+        if isinstance(rungs, list):  # each rung's own keys over the shared ones
+            data["ladder"] = [
+                {**rung, "name": rung.get("name", rung.get("model") if isinstance(rung.get("model"), str) else None),
+                 "training": {**training, **_as_dict(rung.get("training"))}, "slurm": {**slurm, **_as_dict(rung.get("slurm"))}}
+                if isinstance(rung, dict) else rung for rung in rungs]
+        return data
+
+    @model_validator(mode="after")
+    def _rungs(self) -> PretrainConfig:
+        names = [r.name for r in self.ladder]
+        if len(names) != len(set(names)):
+            raise ValueError(f"ladder: rung names repeat: {names}")
+        return self
+
+    def rung_named(self, name: str) -> Rung:
+        for rung in self.ladder:
+            if rung.name == name:
+                return rung
+        raise ValueError(f"no rung {name!r} in pretrain.ladder ({[r.name for r in self.ladder]})")
+
+    @property
+    def rung(self) -> Rung:
+        """The one rung of a one-size config (or of `ExperimentConfig.for_rung`)."""
+        if len(self.ladder) > 1:
+            raise ValueError(f"pretrain.ladder has {len(self.ladder)} rungs ({', '.join(r.name for r in self.ladder)}): "
+                             "name one (--rung)")
+        return self.ladder[0]
+
+    @property
+    def target(self) -> Rung:
+        return self.ladder[-1]
+
+    @property
+    def model(self) -> ModelConfig:
+        return self.rung.model
+
+    @property
+    def seeds(self) -> list[int]:
+        return self.rung.seeds
+
     @property
     def tokens_per_step(self) -> int:
-        return self.training.global_batch_size * self.model.seq_length
+        return self.rung.training.global_batch_size * self.rung.model.seq_length
 
     def tokens_at(self, step: int) -> int:
         """Training tokens seen after `step` optimizer steps (the x axis of every curve)."""
         return step * self.tokens_per_step
+
+
+def _as_dict(value) -> dict:
+    return value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else dict(value or {})
 
 
 # ---------------------------------------------------------------- evaluation
@@ -559,6 +680,24 @@ class ExperimentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _ladder_fits_the_budget(self) -> ExperimentConfig:
+        if self.pretrain is None:
+            return self
+        if unknown := sorted(set(self.pretrain.arms or []) - set(self.arms)):
+            raise ValueError(f"pretrain.arms: {unknown} are not arms of this experiment ({sorted(self.arms)})")
+        budget, compute = self.dataset.tokens_per_arm, []
+        for rung in self.pretrain.ladder:
+            tokens = self.rung_tokens(rung)
+            if tokens > budget:
+                raise ValueError(f"pretrain.ladder.{rung.name}: {tokens:,} training tokens, more than the budget "
+                                 f"dataset.tokens_per_arm {budget:,} (every rung trains on a prefix of it)")
+            compute.append(rung.model.non_embedding_parameters * tokens)
+        if any(b <= a for a, b in zip(compute, compute[1:], strict=False)):
+            raise ValueError("pretrain.ladder: list the rungs from the least training compute to the most (parameters "
+                             "x tokens); the last is the target the others are read against")
+        return self
+
+    @model_validator(mode="after")
     def _clean_text_unseen(self) -> ExperimentConfig:
         sample = self.inputs.sample
         if self.evaluation is None or sample is None:
@@ -619,22 +758,41 @@ class ExperimentConfig(StrictModel):
         so that adding a bound or a reference row never changes the tokenizer."""
         return [name for name, arm in self.extractor_arms.items() if not arm.bound]
 
+    def rung_tokens(self, rung: Rung) -> int:
+        return rung.training_tokens(self.dataset.tokens_per_arm)
+
     def training_steps(self) -> tuple[int, int]:
-        """(steps, samples): the most whole global batches one pass over the budget gives. A sample
-        is `seq_length + 1` tokens (inputs and shifted labels), consecutive samples share one."""
-        seq, batch = self.pretrain.model.seq_length, self.pretrain.training.global_batch_size
-        samples = (self.dataset.tokens_per_arm - 1) // seq
+        """(steps, samples) of the rung: the most whole global batches one pass over its tokens (a
+        prefix of the budget) gives. A sample is `seq_length + 1` tokens (inputs and shifted
+        labels), consecutive samples share one."""
+        rung = self.pretrain.rung
+        seq, batch, tokens = rung.model.seq_length, rung.training.global_batch_size, self.rung_tokens(rung)
+        samples = (tokens - 1) // seq
         steps = samples // batch
         if steps < 1:
-            raise ValueError(f"dataset.tokens_per_arm = {self.dataset.tokens_per_arm:,} gives {samples} sequences of "
-                             f"{seq} tokens: not one global batch of {batch}. Raise the budget or lower the batch.")
+            raise ValueError(f"{tokens:,} training tokens give {samples} sequences of {seq} tokens: not one global "
+                             f"batch of {batch}. Raise the budget (or the rung's tokens) or lower the batch.")
         return steps, steps * batch
 
+    def for_rung(self, name: str) -> ExperimentConfig:
+        """This experiment with one rung of its ladder, whose training and Slurm job are then the
+        pretrain section's: what every command of one rung (training, evaluation, a rung's tables)
+        reads."""
+        rung = self.pretrain.rung_named(name)
+        pretrain = self.pretrain.model_copy(update={"training": rung.training, "slurm": rung.slurm, "ladder": [rung]})
+        return self.model_copy(update={"pretrain": pretrain})
+
+    def rungs(self) -> list[str]:
+        return [r.name for r in self.pretrain.ladder] if self.pretrain else []
+
+    def trained_arms(self) -> list[str]:
+        return list(self.pretrain.arms or self.arms) if self.pretrain else []
+
     def runs(self) -> list[tuple[str, int]]:
-        """Every (arm, seed) training run, in (arm, seed) order: the one list training,
+        """Every (arm, seed) training run of the rung, in (arm, seed) order: the one list training,
         evaluation and the report iterate over."""
         seeds = self.pretrain.seeds if self.pretrain else []
-        return [(arm, seed) for arm in self.arms for seed in seeds]
+        return [(arm, seed) for arm in self.trained_arms() for seed in seeds]
 
     def relative(self, path: Path | str) -> str:
         """A path under the output root as written into outputs, so that the same run in another
@@ -666,15 +824,15 @@ class ExperimentConfig(StrictModel):
         return self.dataset_dir(arm) / f"{arm}_text_document"
 
     def eval_dir(self, arm: str, seed: int) -> Path:
-        return self.output_root / "eval" / arm / f"seed{seed}"
+        return self.output_root / "eval" / arm / self.pretrain.rung.name / f"seed{seed}"
 
     def plan_dir(self) -> Path:
         """The planner's pilot outputs and `plan.json`."""
         return self.output_root / "plan"
 
     def run_dir(self, arm: str, seed: int) -> Path:
-        """Checkpoints, logs and exported models of one (arm, seed) training run."""
-        return self.output_root / "train" / arm / f"seed{seed}"
+        """Checkpoints, logs and exported models of one (arm, seed) training run of the rung."""
+        return self.output_root / "train" / arm / self.pretrain.rung.name / f"seed{seed}"
 
 
 # the field each tagged union of the config is told apart by (pydantic names a callable discriminator)
@@ -703,16 +861,28 @@ def _format_errors(path: Path, err: ValidationError) -> str:
     return "\n".join([f"{path}: invalid experiment config", *(f"  {_error_line(e)}" for e in err.errors())])
 
 
-def load_experiment(path: str | Path) -> ExperimentConfig:
-    path = Path(path)
+def read_raw(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """A config file's mapping; `include: OTHER.yaml` (beside it) first reads OTHER, whose sections
+    the file's own replace whole (as lm-eval's task `include:`): a variant states only what differs."""
     if not path.is_file():
-        raise ConfigError(f"{path}: no such config file")
+        raise ConfigError(f"{path}: no such config file" + (f" (included by {seen[-1]})" if seen else ""))
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
+    if "include" not in raw:
+        return raw
+    included = (path.parent / str(raw.pop("include"))).resolve()
+    if included in seen or included == path.resolve():
+        raise ConfigError(f"{path}: include {included} again (a cycle)")
+    return read_raw(included, (*seen, path.resolve())) | raw
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    raw = read_raw(path)
     try:
         return ExperimentConfig.model_validate(raw)
     except ValidationError as e:

@@ -53,6 +53,10 @@ class ModelConfig(StrictModel):
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def non_embedding_parameters(self) -> int:
+        return self.parameters(1)["non_embedding"]  # independent of the vocabulary
+
     def padded_vocab(self, vocab_size: int) -> int:
         return -(-vocab_size // self.vocab_multiple) * self.vocab_multiple
 

@@ -62,9 +62,26 @@ def package_set_sha256() -> str:
     return hashlib.sha256("\n".join(dists).encode()).hexdigest()
 
 
-def config_sha256(config: ExperimentConfig) -> str:
-    """Of the validated config, defaults included, the output root left out: paths under it (the gold
-    arm's default, the sample's gold.jsonl) count relative to it."""
+# how input files are read, which changes no output (a file that cannot be read whole is named in the
+# ledger either way): switching them on a resumed run mixes nothing
+READING_ONLY = {"on_corrupt": True, "retries": True, "read_timeout_s": True}
+
+
+# the parts of the config a folder's outputs are not made from, by the stage that writes it: the
+# experiment's name, the stages downstream, the seeds and arms trained beside a run. Configs that
+# share an output root (a variant that `include:`s another) may differ there without mixing anything.
+BESIDE_A_RUN = {"arms": True, "ladder": {"__all__": {"seeds": True}}}
+NOT_MADE_FROM = {
+    "corpus": {"name": True, "pretrain": True, "evaluation": True, "plan": True},
+    "training": {"name": True, "evaluation": True, "plan": True, "pretrain": BESIDE_A_RUN},
+    "evaluation": {"name": True, "plan": True, "pretrain": BESIDE_A_RUN},
+}
+
+
+def config_sha256(config: ExperimentConfig, stage: str | None = None) -> str:
+    """Of the validated config, defaults included, the output root and READING_ONLY left out (with
+    `stage`, also what that stage's outputs are not made from: NOT_MADE_FROM): paths under the
+    output root (the gold arm's default, the sample's gold.jsonl) count relative to it."""
     root = config.output_root.parts
 
     def rooted(value):
@@ -76,7 +93,8 @@ def config_sha256(config: ExperimentConfig) -> str:
             return str(Path("<output_root>", *Path(value).parts[len(root):]))
         return value
 
-    dump = rooted(config.model_dump(mode="json", exclude={"output_root"}))
+    exclude = {"output_root": True, "inputs": READING_ONLY} | NOT_MADE_FROM.get(stage, {})
+    dump = rooted(config.model_dump(mode="json", exclude=exclude))
     return hashlib.sha256(json.dumps(dump, sort_keys=True).encode()).hexdigest()
 
 
@@ -96,21 +114,26 @@ def seeds(config: ExperimentConfig) -> dict[str, object]:
     return found
 
 
-def provenance(config: ExperimentConfig) -> dict:
+def provenance(config: ExperimentConfig, stage: str) -> dict:
     return {"git_commit": git_commit(), "config": config.name, "config_sha256": config_sha256(config),
+            "stage": stage, "made_from_sha256": config_sha256(config, stage),
             "seeds": seeds(config), "python": sys.version.split()[0], "packages": package_versions(),
             "package_set_sha256": package_set_sha256()}
 
 
 def differences(old: dict, new: dict) -> list[str]:
-    return [key for key in ("git_commit", "config_sha256", "package_set_sha256") if old.get(key) != new.get(key)]
+    """What differs between two makers of one folder: the commit, the part of the config its outputs
+    are made from (the whole config for a folder recorded before stages were told apart), the packages."""
+    config = "made_from_sha256" if "made_from_sha256" in old else "config_sha256"
+    return [key for key in ("git_commit", config, "package_set_sha256") if old.get(key) != new.get(key)]
 
 
-def write_provenance(folder: Path, config: ExperimentConfig) -> str | None:
-    """Record what makes `folder`'s outputs; returns a warning when the folder was begun by
-    another commit, config or package set (the first maker stays recorded under `begun_by`)."""
+def write_provenance(folder: Path, config: ExperimentConfig, stage: str) -> str | None:
+    """Record what makes `folder`'s outputs (`stage`: corpus, training or evaluation); returns a
+    warning when the folder was begun by another commit, package set or config, in the part its
+    outputs are made from (the first maker stays recorded under `begun_by`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path, new = folder / FILE, provenance(config)
+    path, new = folder / FILE, provenance(config, stage)
     old = json.loads(path.read_text()) if path.is_file() else {}
     previous = {k: v for k, v in old.items() if k != "begun_by"}
     warning = None
@@ -118,6 +141,8 @@ def write_provenance(folder: Path, config: ExperimentConfig) -> str | None:
         new["begun_by"] = old["begun_by"]
     if previous and (changed := differences(previous, new)):
         new.setdefault("begun_by", previous)
+        words = {"git_commit": "commit", "package_set_sha256": "package set"}
+        changed = [words.get(key, f"config ({stage} part)") for key in changed]
         warning = f"{folder}: begun with another {', '.join(changed)}; its outputs may mix both (see {path})"
     path.write_text(json.dumps(new, indent=2, sort_keys=True) + "\n")
     return warning

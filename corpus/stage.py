@@ -52,6 +52,12 @@ def unfinished_tasks(logs: Path, tasks: int) -> list[int]:
     return [rank for rank in range(tasks) if not (logs / "completions" / f"{rank:05d}").is_file()]
 
 
+def rerun_task(logs: Path, rank: int) -> None:
+    """The task runs again at the stage's next run (its completion marker goes); the flow then runs
+    every stage built on it again."""
+    (logs / "completions" / f"{rank:05d}").unlink(missing_ok=True)
+
+
 def record_hash(record_id: str) -> int:
     """A record's 64-bit hash, the same in every arm and task: which copy of a duplicate the
     dedups keep, and the order of the budget's draw (with its seed)."""

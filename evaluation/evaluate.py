@@ -1,12 +1,13 @@
 """Score every exported checkpoint with lm-eval on the suite (evaluation/suite.yaml).
 
-    python -m evaluation.evaluate CONFIG                 every checkpoint not yet evaluated, here
+    python -m evaluation.evaluate CONFIG [--rung RUNG]   every checkpoint not yet evaluated, here
     python -m evaluation.evaluate CONFIG --submit        the same as a Slurm job array (GPU nodes)
     python -m evaluation.evaluate CONFIG --checkpoint DIR  one checkpoint (what each array task runs)
 
-Checkpoints are the Hugging Face folders training exports (`<output_root>/train/<arm>/seed<S>/
-hf/step_*`). Each gets `<output_root>/eval/<arm>/seed<S>/step_*/`: `results.json` (lm-eval's
-results, group structure, task configs and versions, with arm, seed and step)
+Checkpoints are the Hugging Face folders training exports (`<output_root>/train/<arm>/<rung>/
+seed<S>/hf/step_*`), of every rung of the ladder unless --rung names one. Each gets
+`<output_root>/eval/<arm>/<rung>/seed<S>/step_*/`: `results.json` (lm-eval's results, group
+structure, task configs and versions, with arm, rung, seed and step)
 and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, from which the report reads
 every per-document score and the continuous metrics). The clean-text tasks of
 `evaluation.clean_text` (evaluation/clean_text.py) run in the same call as the suite's zero-shot
@@ -34,25 +35,26 @@ from slurm.jobs import BatchJob, sbatch, write_job
 OFFLINE_ENV = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def exported_checkpoints(config: ExperimentConfig) -> list[Path]:
-    """Every exported checkpoint of every (arm, seed), in (arm, seed, step) order."""
+def exported_checkpoints(config: ExperimentConfig, rung: str | None = None) -> list[Path]:
+    """Every exported checkpoint of every (rung, arm, seed) (or of `rung`'s), in that order by step."""
     found = []
-    for arm, seed in config.runs():
-        found += sorted(p.parent for p in (config.run_dir(arm, seed) / "hf").glob("step_*/xsuite.json"))
+    for one in (config.for_rung(r) for r in config.rungs() if rung in (None, r)):
+        for arm, seed in one.runs():
+            found += sorted(p.parent for p in (one.run_dir(arm, seed) / "hf").glob("step_*/xsuite.json"))
     return found
 
 
 def checkpoint_info(checkpoint: Path) -> dict:
-    """Experiment, arm, seed and step of an exported checkpoint (written by pretrain.export)."""
+    """Experiment, arm, rung, seed and step of an exported checkpoint (written by pretrain.export)."""
     return json.loads((checkpoint / "xsuite.json").read_text())
 
 
 def result_dir(config: ExperimentConfig, info: dict) -> Path:
-    return config.eval_dir(info["arm"], info["seed"]) / f"step_{info['step']:07d}"
+    return config.for_rung(info["rung"]).eval_dir(info["arm"], info["seed"]) / f"step_{info['step']:07d}"
 
 
-def pending(config: ExperimentConfig) -> list[Path]:
-    return [c for c in exported_checkpoints(config)
+def pending(config: ExperimentConfig, rung: str | None = None) -> list[Path]:
+    return [c for c in exported_checkpoints(config, rung)
             if not (result_dir(config, checkpoint_info(c)) / "results.json").is_file()]
 
 
@@ -119,15 +121,16 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, pro
                     f.write(json.dumps(sample, default=str) + "\n")
         if progress:
             progress(len(tasks))
-    results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "seed": info["seed"], "step": info["step"],
+    results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "rung": info["rung"], "seed": info["seed"],
+                "step": info["step"],
                 "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     return out
 
 
-def submit(config: ExperimentConfig, config_path: str) -> str | None:
+def submit(config: ExperimentConfig, config_path: str, rung: str | None = None) -> str | None:
     """One Slurm array task per pending checkpoint."""
-    todo = pending(config)
+    todo = pending(config, rung)
     if not todo:
         print("every checkpoint is evaluated")
         return None
@@ -155,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--submit", action="store_true", help="submit a Slurm job array instead of running here")
     parser.add_argument("--checkpoint", type=Path, help="evaluate this exported checkpoint only")
+    parser.add_argument("--rung", help="the checkpoints of this rung of pretrain.ladder only (default: every rung)")
     console.add_verbose_flag(parser)
     args = parser.parse_args(argv)
     console.apply_verbose_flag(args)
@@ -162,19 +166,22 @@ def main(argv: list[str] | None = None) -> int:
     if config.evaluation is None or config.pretrain is None:
         print(f"{args.config}: needs pretrain and evaluation sections", file=sys.stderr)
         return 2
+    if args.rung is not None and args.rung not in config.rungs():
+        print(f"--rung {args.rung!r} is not a rung of {args.config} ({config.rungs()})", file=sys.stderr)
+        return 2
     if args.submit:
-        submit(config, args.config)
+        submit(config, args.config, args.rung)
         return 0
     try:
         check_output_root(config.output_root)
     except ConfigError as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
-    if not args.checkpoint and not exported_checkpoints(config):
+    if not args.checkpoint and not exported_checkpoints(config, args.rung):
         print(f"{args.config}: no exported checkpoint under {config.output_root / 'train'}; "
               f"train first: bash slurm/pretrain.sh {args.config}", file=sys.stderr)
         return 2
-    todo = [args.checkpoint] if args.checkpoint else pending(config)
+    todo = [args.checkpoint] if args.checkpoint else pending(config, args.rung)
     if not todo:
         console.say("every checkpoint is evaluated")
         return 0
@@ -182,18 +189,19 @@ def main(argv: list[str] | None = None) -> int:
     with console.redirected(log):
         manager = task_manager(config)
     tasks = sum(len(evaluated_tasks(config, shots)) for shots in {0} | {b.shots for b in load_suite().benchmarks})
-    runs: dict[tuple[str, int], list[Path]] = {}
+    runs: dict[tuple[str, str, int], list[Path]] = {}
     for checkpoint in todo:
         info = checkpoint_info(checkpoint)
-        runs.setdefault((info["arm"], info["seed"]), []).append(checkpoint)
-    for (arm, seed), checkpoints in runs.items():
-        title = f"evaluate {arm} seed {seed}"
-        if warning := write_provenance(config.eval_dir(arm, seed), config):
+        runs.setdefault((info["rung"], info["arm"], info["seed"]), []).append(checkpoint)
+    for (rung, arm, seed), checkpoints in runs.items():
+        one = config.for_rung(rung)
+        title = f"evaluate {arm} {rung} seed {seed}"
+        if warning := write_provenance(one.eval_dir(arm, seed), one, "evaluation"):
             console.say(f"warning: {warning}")
         with console.stage(title, log, "tasks", len(checkpoints) * tasks) as bar:
             for checkpoint in checkpoints:
                 evaluate_checkpoint(config, checkpoint, manager, progress=bar.update)
-        console.closing_line(title, f"{len(checkpoints)} checkpoints × {tasks} tasks", config.eval_dir(arm, seed), log)
+        console.closing_line(title, f"{len(checkpoints)} checkpoints × {tasks} tasks", one.eval_dir(arm, seed), log)
     return 0
 
 

@@ -4,7 +4,7 @@
 
 CHECKPOINT is a `<run_dir>/checkpoints/step_XXXXXXX` folder; the run's `run.json` beside it says
 which model shape and tokenizer it has. OUT gets `model.safetensors`, `config.json`
-(LlamaConfig), the experiment's tokenizer, and `xsuite.json` (experiment, arm, seed, step).
+(LlamaConfig), the experiment's tokenizer, and `xsuite.json` (experiment, arm, rung, seed, step).
 The training loop exports every checkpoint it saves to `<run_dir>/hf/step_XXXXXXX` this way.
 """
 
@@ -41,7 +41,7 @@ def write_hf(weights: dict[str, torch.Tensor], run: dict, step: int, out: Path) 
     out.mkdir(parents=True, exist_ok=True)
     hf.save_pretrained(str(out), safe_serialization=True)
     AutoTokenizer.from_pretrained(run["tokenizer_dir"], local_files_only=True).save_pretrained(str(out))
-    info = {k: run[k] for k in ("experiment", "arm", "seed")} | {"step": step, "checkpoint": str(out)}
+    info = {k: run[k] for k in ("experiment", "arm", "rung", "seed")} | {"step": step, "checkpoint": str(out)}
     (out / "xsuite.json").write_text(json.dumps(info, indent=2) + "\n")
     return out
 
@@ -51,6 +51,7 @@ def megatron_weights(model) -> dict[str, torch.Tensor]:
 
 
 def export_checkpoint(checkpoint: Path, out: Path) -> Path:
+    from pretrain.attention import resolve_attention
     from pretrain.checkpoint import load_model
     from pretrain.model import build_model
     from pretrain.platform import detect, init_distributed
@@ -58,7 +59,9 @@ def export_checkpoint(checkpoint: Path, out: Path) -> Path:
     run = read_run_info(checkpoint)
     platform = detect()
     init_distributed(platform)
-    model = build_model(ModelConfig.model_validate(run["model"]), run["vocab_size"], platform)
+    # the local spec's attentions share one state dict; Transformer Engine's layers have their own
+    attention = resolve_attention(run.get("attention", "unfused"), platform.is_cuda)
+    model = build_model(ModelConfig.model_validate(run["model"]), run["vocab_size"], platform, attention)
     step = load_model(checkpoint, model)
     return write_hf(megatron_weights(model), run, step, out)
 

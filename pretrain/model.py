@@ -1,7 +1,8 @@
 """The decoder: megatron-core's GPTModel in the Llama shape, and its one-to-one Hugging Face twin.
 
-`build_model` makes the GPTModel (local layer spec; Transformer Engine's spec on GPU nodes where
-it is installed). `hf_config` and `hf_state_dict` map the same model to `LlamaForCausalLM`: the
+`build_model` makes the GPTModel with the attention `pretrain.training.attention` resolves to
+(pretrain/attention.py: Transformer Engine's layer spec, or the local spec with SDPA or unfused
+attention). `hf_config` and `hf_state_dict` map the same model to `LlamaForCausalLM`: the
 fused QKV weight is split per query group ([q x heads-per-group, k, v] rows per group) and the
 SwiGLU `linear_fc1` into gate and up halves.
 """
@@ -15,7 +16,7 @@ from configs.model import ModelConfig
 from pretrain.platform import Platform, transformer_flags
 
 
-def transformer_config(model: ModelConfig, platform: Platform):
+def transformer_config(model: ModelConfig, platform: Platform, fused: bool):
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     return TransformerConfig(
@@ -23,29 +24,55 @@ def transformer_config(model: ModelConfig, platform: Platform):
         num_attention_heads=model.num_attention_heads, num_query_groups=model.kv_groups,
         kv_channels=model.head_dim, init_method_std=model.init_std, layernorm_epsilon=model.norm_eps,
         normalization="RMSNorm", gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
-        add_qkv_bias=False, hidden_dropout=0.0, attention_dropout=0.0, **transformer_flags(platform),
+        add_qkv_bias=False, hidden_dropout=0.0, attention_dropout=0.0,
+        **transformer_flags(platform) | (MEGATRON_FUSIONS if fused else {}),
     )
 
 
-def layer_spec(platform: Platform):
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-
-    if platform.is_cuda:
-        try:
-            import transformer_engine  # noqa: F401
-            from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_with_transformer_engine_spec
-
-            return get_gpt_layer_with_transformer_engine_spec()
-        except ImportError:
-            pass
-    return get_gpt_layer_local_spec(normalization="RMSNorm")
+# megatron-core's own elementwise fusions, compiled by torch.compile (megatron.core.jit): SwiGLU,
+# the residual's bias-dropout-add, the cross-entropy. No Transformer Engine or Apex needed.
+MEGATRON_FUSIONS = {"bias_activation_fusion": True, "bias_dropout_fusion": True, "cross_entropy_loss_fusion": True}
 
 
-def build_model(model: ModelConfig, vocab_size: int, platform: Platform):
+class RMSNorm(torch.nn.RMSNorm):
+    """The local spec's RMSNorm (torch's, as megatron-core's WrappedTorchNorm builds it) with its
+    weight in the parameters' dtype. WrappedTorchNorm leaves the weight in fp32 beside bf16
+    activations, which keeps torch off its fused kernel: the norm ran op by op in fp32, the largest
+    share of a 1b step's elementwise time on an H200 (README: the GPU check)."""
+
+    def __init__(self, config, hidden_size: int, eps: float = 1e-5, **_):
+        super().__init__(hidden_size, eps=eps, dtype=config.params_dtype)
+
+
+def layer_spec(attention: str, num_layers: int):
+    """The decoder's block spec for a resolved attention (`te`, `sdpa` or `unfused`:
+    pretrain/attention.py)."""
+    from megatron.core.models.gpt.gpt_layer_specs import (
+        get_gpt_layer_local_spec,
+        get_gpt_layer_with_transformer_engine_spec,
+    )
+    from megatron.core.transformer.transformer_block import TransformerBlockSubmodules
+
+    if attention == "te":
+        return get_gpt_layer_with_transformer_engine_spec()
+    layer = get_gpt_layer_local_spec(normalization="RMSNorm")
+    layer.submodules.input_layernorm = layer.submodules.pre_mlp_layernorm = RMSNorm
+    if attention == "sdpa":
+        from pretrain.attention import SdpaAttention
+
+        layer.submodules.self_attention.submodules.core_attention = SdpaAttention
+    return TransformerBlockSubmodules(layer_specs=[layer] * num_layers, layer_norm=RMSNorm)
+
+
+def build_model(model: ModelConfig, vocab_size: int, platform: Platform, attention: str, fused: bool | None = None):
+    """The GPTModel with a resolved `attention` (`pretrain.attention.resolve_attention`); `fused`
+    (default: on a GPU) turns on megatron-core's torch.compile fusions, which need a compiler at
+    run time (Triton on a GPU; the CPU runs without them)."""
     from megatron.core.models.gpt import GPTModel
 
     gpt = GPTModel(
-        config=transformer_config(model, platform), transformer_layer_spec=layer_spec(platform),
+        config=transformer_config(model, platform, platform.is_cuda if fused is None else fused),
+        transformer_layer_spec=layer_spec(attention, model.num_layers),
         vocab_size=model.padded_vocab(vocab_size), max_sequence_length=model.seq_length,
         share_embeddings_and_output_weights=model.tie_embeddings, position_embedding_type="rope",
         rotary_base=model.rope_base,

@@ -1,5 +1,6 @@
 """Where training runs: CUDA GPUs (NCCL, bf16, megatron's distributed optimizer) or CPU (gloo,
-fp32, torch AdamW). Every workaround megatron-core needs on CPU lives here and nowhere else.
+fp32, torch AdamW). Every workaround megatron-core needs on CPU lives here and nowhere else, and
+every reach into torch's private API (`sdpa_kernel`).
 
 On CPU megatron-core 0.16 still calls a few CUDA functions: `torch.cuda.current_device()` (RoPE,
 attention buffers, DDP buckets), `torch.cuda.synchronize()` (dist_checkpointing save) and the
@@ -19,6 +20,7 @@ import torch
 @dataclass(frozen=True)
 class Platform:
     device: torch.device
+    name: str  # the GPU's name, or "cpu"
     backend: str  # torch.distributed backend
     dtype: torch.dtype  # parameters and activations
     peak_flops: float | None  # per device, for MFU
@@ -40,11 +42,11 @@ def detect(peak_flops: float | None = None, cpu_threads: int | None = None) -> P
         torch.cuda.set_device(local_rank)
         name = torch.cuda.get_device_name(local_rank)
         table = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
-        return Platform(torch.device("cuda", local_rank), "nccl", torch.bfloat16, peak_flops or table)
+        return Platform(torch.device("cuda", local_rank), name, "nccl", torch.bfloat16, peak_flops or table)
     use_cpu()
     if cpu_threads:
         torch.set_num_threads(cpu_threads)
-    return Platform(torch.device("cpu"), "gloo", torch.float32, peak_flops)
+    return Platform(torch.device("cpu"), "cpu", "gloo", torch.float32, peak_flops)
 
 
 def use_cpu() -> None:
@@ -56,6 +58,18 @@ def use_cpu() -> None:
     torch.cuda.synchronize = lambda *args, **kwargs: None
     fused_softmax.get_default_causal_mask = lru_cache(maxsize=4)(
         lambda sq: torch.triu(torch.ones(sq, sq), diagonal=1).bool())
+
+
+def sdpa_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: int, seq_length: int) -> str:
+    """The kernel torch's SDPA dispatches a causal attention of this shape to: flash, cudnn,
+    efficient or math (on CPU, flash is torch's fused CPU kernel)."""
+    from torch.nn.attention import SDPBackend
+
+    q = torch.empty(1, heads, seq_length, head_dim, device=device, dtype=dtype)
+    # the dispatcher SDPA itself consults (private in torch 2.5-2.13; no public way to ask)
+    choice = SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True))
+    return {SDPBackend.FLASH_ATTENTION: "flash", SDPBackend.CUDNN_ATTENTION: "cudnn",
+            SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.MATH: "math"}.get(choice, choice.name.lower())
 
 
 def init_distributed(platform: Platform) -> None:

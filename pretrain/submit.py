@@ -1,8 +1,10 @@
 """Submit training runs to Slurm GPU nodes: one job per (arm, seed), shaped by `pretrain.slurm`.
 
-    python -m pretrain.submit CONFIG [--arm ARM] [--seed SEED] [--dry-run]
+    python -m pretrain.submit CONFIG [--rung RUNG] [--arm ARM] [--seed SEED] [--dry-run]
 
-(`sbatch slurm/pretrain.sh CONFIG [ARM] [SEED]` runs this on the cluster.) Each job runs one
+(`sbatch slurm/pretrain.sh CONFIG [ARM] [SEED] [RUNG]` runs this on the cluster.) One job per
+(rung, arm, seed), shaped by the rung's `slurm` (pretrain.slurm with the rung's keys over it): a
+ladder's small rungs ask for few GPUs and short times, its target the full allocation. Each job runs one
 srun task per node, each a torchrun over the node's GPUs, rendezvous on the first node. Jobs are
 `--requeue`: after a preemption or a node failure Slurm starts them again, and before the time
 limit they requeue themselves (USR1, 5 minutes ahead); every start resumes from the run's latest
@@ -13,30 +15,54 @@ checkpoint. Finished runs are not submitted again. The job script is written to
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from pretrain.train import selected_runs
-from slurm.jobs import BatchJob, sbatch, write_job
+from slurm.jobs import REPO, BatchJob, sbatch, write_job
 
 
 def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> BatchJob:
-    s = config.pretrain.slurm
+    """The job of one run of `config`'s one rung (ExperimentConfig.for_rung)."""
+    s, rung = config.pretrain.slurm, config.pretrain.rung.name
     run_dir = config.run_dir(arm, seed).resolve()
+    config_file = Path(config_path).resolve()
+    torchrun = (f'torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} --rdzv-id="$SLURM_JOB_ID" '
+                f'--rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" '
+                f"-m pretrain.train {config_file} --rung {rung} --arm {arm} --seed {seed}")
+    srun, env_command = "srun --kill-on-bad-exit=1", None
+    if s.container_image:
+        mounts = container_mounts([REPO, config.output_root.resolve(), config_file.parent], s.container_mounts)
+        srun += (f" --container-image={shlex.quote(s.container_image)} --container-mounts={shlex.quote(mounts)}"
+                 f" --container-workdir={REPO}")
+        inside = f"{s.container_env} && exec {torchrun}" if s.container_env else f"exec {torchrun}"
+        command = f"{srun} bash -c {shlex.quote(inside)}"
+        env_command = "# the environment is the container's (pretrain.slurm.container_image, container_env)"
+    else:
+        command = f"{srun} {torchrun}"
     return BatchJob(
-        name=f"train-{arm}-seed{seed}", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task,
+        name=f"train-{arm}-{rung}-seed{seed}", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task,
         mem_gb=s.mem_gb, output=run_dir / "slurm-%j.out", nodes=s.nodes, ntasks_per_node=1,
-        gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append",
+        gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append", env_command=env_command,
         commands=f"""
 # 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
 trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
-srun --kill-on-bad-exit=1 torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} \\
-  --rdzv-id="$SLURM_JOB_ID" --rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" \\
-  -m pretrain.train {Path(config_path).resolve()} --arm {arm} --seed {seed} &
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
+{command} &
 wait""")
+
+
+def container_mounts(own: list[Path], listed: list[str]) -> str:
+    """pyxis's --container-mounts: the folders a training job reads and writes at their own paths
+    (each once, none inside another), then the config's own list."""
+    folders: list[Path] = []
+    for folder in sorted(set(own), key=lambda p: len(p.parts)):
+        if not any(folder.is_relative_to(kept) for kept in folders):
+            folders.append(folder)
+    return ",".join([f"{f}:{f}" for f in folders] + listed)
 
 
 def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
@@ -46,18 +72,19 @@ def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
     return latest is not None and int(latest.name.removeprefix("step_")) >= config.training_steps()[0]
 
 
-def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, int]], dry_run: bool) -> list[str]:
+def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str, int]], dry_run: bool) -> list[str]:
     jobs = []
-    for arm, seed in runs:
-        if finished(config, arm, seed):
-            print(f"{arm} seed {seed}: finished already")
+    for rung, arm, seed in runs:
+        one = config.for_rung(rung)
+        if finished(one, arm, seed):
+            print(f"{arm} {rung} seed {seed}: finished already")
             continue
-        script = write_job(training_job(config, config_path, arm, seed), config, config.run_dir(arm, seed) / "train.sbatch")
+        script = write_job(training_job(one, config_path, arm, seed), one, one.run_dir(arm, seed) / "train.sbatch")
         if dry_run:
-            print(f"{arm} seed {seed}: {script}")
+            print(f"{arm} {rung} seed {seed}: {script}")
             continue
         jobs.append(sbatch(script))
-        print(f"{arm} seed {seed}: job {jobs[-1]} ({script})")
+        print(f"{arm} {rung} seed {seed}: job {jobs[-1]} ({script})")
     return jobs
 
 
@@ -65,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pretrain.submit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
-    parser.add_argument("--arm", help="default: every arm")
-    parser.add_argument("--seed", type=int, help="default: every seed of pretrain.seeds")
+    parser.add_argument("--rung", help="default: every rung of pretrain.ladder")
+    parser.add_argument("--arm", help="default: every trained arm")
+    parser.add_argument("--seed", type=int, help="default: every seed of each rung")
     parser.add_argument("--dry-run", action="store_true", help="write the job scripts, submit nothing")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    submit(config, args.config, selected_runs(config, args.config, args.arm, args.seed), args.dry_run)
+    submit(config, args.config, selected_runs(config, args.config, args.arm, args.seed, args.rung), args.dry_run)
     return 0
 
 

@@ -1,12 +1,13 @@
 """Train one decoder per (arm, seed) on the arm's token-matched dataset, with megatron-core.
 
-    python -m pretrain.train CONFIG [--arm ARM] [--seed SEED] [--stop-at STEP]
-    torchrun --nproc-per-node 8 -m pretrain.train CONFIG --arm ARM --seed SEED
+    python -m pretrain.train CONFIG [--rung RUNG] [--arm ARM] [--seed SEED] [--stop-at STEP]
+    torchrun --nproc-per-node 8 -m pretrain.train CONFIG --rung RUNG --arm ARM --seed SEED
 
-Without --arm/--seed it trains every (arm, seed) of the config, one after the other. Everything
-but the data is the same across arms: model shape, optimiser, schedule, steps (derived from the
-shared token budget), and for a given seed also the initial weights and the data order.
-Writes `<output_root>/train/<arm>/seed<S>/`: `log.jsonl` and `tensorboard/` (loss, learning rate,
+Without --rung/--arm/--seed it trains every (rung, arm, seed) of the config, one after the other,
+smallest rung first. Within a rung everything but the data is the same across arms: model shape,
+optimiser, schedule, steps (derived from the rung's tokens, a prefix of the shared token budget),
+and for a given seed also the initial weights and the data order (the same order on every rung).
+Writes `<output_root>/train/<arm>/<rung>/seed<S>/`: `log.jsonl` and `tensorboard/` (loss, learning rate,
 grad norm, tokens/s, MFU per step), `checkpoints/step_*` (every `checkpoint_every` steps and the
 last), and `hf/step_*` (each checkpoint exported to Hugging Face Llama for evaluation). A run
 resumes from its latest checkpoint; a finished run is skipped. `--stop-at` stops after saving
@@ -44,15 +45,18 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
     return floor + (training.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None) -> Path:
-    """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step."""
+def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None,
+          checkpoints: bool = True) -> Path:
+    """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step.
+    `checkpoints=False` saves and exports nothing (a throughput benchmark)."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
+    from pretrain.attention import resolve_attention
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
-    from pretrain.model import build_model
-    from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
+    from pretrain.model import MEGATRON_FUSIONS, build_model
+    from pretrain.platform import build_optimizer, detect, init_distributed, sdpa_kernel, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
@@ -69,22 +73,34 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
                          f"{world} ranks x micro_batch_size {training.micro_batch_size}")
     seed_everything(seed)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if rank == 0 and (warning := write_provenance(run_dir, config)):
+    if rank == 0 and (warning := write_provenance(run_dir, config, "training")):
         say(f"warning: {warning}")
 
     # ---- model, optimiser, data
     vocab, eos_id, bos_id = tokenizer_facts(config)
-    model = build_model(model_cfg, vocab, platform)
+    attention = resolve_attention(training.attention, platform.is_cuda)
+    fused = platform.is_cuda if training.fusions is None else training.fusions
+    model = build_model(model_cfg, vocab, platform, attention, fused)
     ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
         grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
     optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
                                 training.adam_eps, training.clip_grad)
     dataset = build_dataset(config, arm, seed, run_dir / "data_cache")
     flops_per_token = model_cfg.flops_per_token(vocab)
-    run = {"experiment": config.name, "arm": arm, "seed": seed, "model": model_cfg.model_dump(),
+    rung = config.pretrain.rung
+    run = {"experiment": config.name, "arm": arm, "rung": rung.name, "seed": seed, "model": model_cfg.model_dump(),
+           "tokens": config.pretrain.tokens_at(steps), "training_flops": flops_per_token * config.pretrain.tokens_at(steps),
            "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps,
            "tokenizer_dir": str(config.tokenizer_dir().resolve()),
-           "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token}
+           "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token,
+           # what ran, for every speed this run logs
+           "device": platform.name, "world_size": world, "dtype": str(platform.dtype).removeprefix("torch."),
+           "layer_spec": "transformer_engine" if attention == "te" else "local", "attention": attention,
+           "fusions": sorted(MEGATRON_FUSIONS) if fused else [],
+           "sdpa_kernel": sdpa_kernel(platform.device, platform.dtype, model_cfg.num_attention_heads,
+                                      model_cfg.head_dim, model_cfg.seq_length) if attention == "sdpa" else None,
+           "micro_batch_size": training.micro_batch_size, "global_batch_size": training.global_batch_size,
+           "peak_flops": platform.peak_flops}
     if rank == 0:
         write_run_info(run_dir, run)
 
@@ -150,7 +166,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             for key in ("loss", "lr", "grad_norm", "tokens_per_s", "mfu"):
                 if record[key] is not None:
                     tensorboard.add_scalar(f"train/{key}", record[key], done)
-        if done % training.checkpoint_every == 0 or done == last_step:
+        if checkpoints and (done % training.checkpoint_every == 0 or done == last_step):
             save_checkpoint(run_dir, done, model, optimizer, platform)
             if rank == 0:
                 write_hf(megatron_weights(model), run, done, run_dir / "hf" / f"step_{done:07d}")
@@ -171,21 +187,26 @@ def log_record(line: str) -> dict | None:
         return None
 
 
-def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, seed: int | None) -> list[tuple[str, int]]:
-    """The (arm, seed) runs a command line names: all of them by default."""
+def selected_runs(config: ExperimentConfig, config_path: str, arm: str | None, seed: int | None,
+                  rung: str | None = None) -> list[tuple[str, str, int]]:
+    """The (rung, arm, seed) runs a command line names: all of them by default, rung by rung."""
     if config.pretrain is None:
         raise SystemExit(f"{config_path}: no pretrain section")
-    if arm is not None and arm not in config.arms:
-        raise SystemExit(f"--arm {arm!r} is not an arm of {config_path} ({sorted(config.arms)})")
-    if seed is not None and seed not in config.pretrain.seeds:
-        raise SystemExit(f"--seed {seed} is not in pretrain.seeds of {config_path} ({config.pretrain.seeds})")
-    return [(a, s) for a, s in config.runs() if arm in (None, a) and seed in (None, s)]
+    if rung is not None and rung not in config.rungs():
+        raise SystemExit(f"--rung {rung!r} is not a rung of {config_path} ({config.rungs()})")
+    if arm is not None and arm not in config.trained_arms():
+        raise SystemExit(f"--arm {arm!r} is not a trained arm of {config_path} ({config.trained_arms()})")
+    rungs = [config.for_rung(r) for r in config.rungs() if rung in (None, r)]
+    if seed is not None and not any(seed in c.pretrain.seeds for c in rungs):
+        raise SystemExit(f"--seed {seed} is not a seed of {config_path}'s rungs "
+                         f"({ {c.pretrain.rung.name: c.pretrain.seeds for c in rungs} })")
+    return [(c.pretrain.rung.name, a, s) for c in rungs for a, s in c.runs() if arm in (None, a) and seed in (None, s)]
 
 
-def missing_inputs(config: ExperimentConfig, runs: list[tuple[str, int]]) -> list[str]:
+def missing_inputs(config: ExperimentConfig, runs: list[tuple[str, str, int]]) -> list[str]:
     """What the corpus flow should have left for these runs and did not."""
     missing = [] if config.tokenizer_file().is_file() else [f"{config.tokenizer_file()}: no tokenizer"]
-    for arm in dict.fromkeys(arm for arm, _ in runs):
+    for arm in dict.fromkeys(arm for _, arm, _ in runs):
         files = (Path(f"{config.dataset_prefix(arm)}{suffix}") for suffix in (".bin", ".idx"))
         missing += [f"{p}: no dataset for arm {arm!r}" for p in files if not p.is_file()]
     return missing
@@ -206,14 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pretrain.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
-    parser.add_argument("--arm", help="default: every arm")
-    parser.add_argument("--seed", type=int, help="default: every seed of pretrain.seeds")
+    parser.add_argument("--arm", help="default: every trained arm")
+    parser.add_argument("--seed", type=int, help="default: every seed of the rung")
+    parser.add_argument("--rung", help="default: every rung of pretrain.ladder, smallest first")
     parser.add_argument("--stop-at", type=int, help="stop after saving this step (as a preemption would)")
     console.add_verbose_flag(parser)
     args = parser.parse_args(argv)
     console.apply_verbose_flag(args)
     config = load_experiment_or_exit(args.config)
-    runs = selected_runs(config, args.config, args.arm, args.seed)
+    runs = selected_runs(config, args.config, args.arm, args.seed, args.rung)
     try:
         check_output_root(config.output_root)
     except ConfigError as e:
@@ -222,16 +244,17 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
                          + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
     rank = int(os.environ.get("RANK", 0))
-    for arm, seed in runs:
-        title = f"train {arm} seed {seed}"
-        log = config.output_root / "logs" / f"train-{arm}-seed{seed}{f'-rank{rank}' if rank else ''}.log"
+    for rung, arm, seed in runs:
+        one = config.for_rung(rung)
+        title = f"train {arm} {rung} seed {seed}"
+        log = config.output_root / "logs" / f"train-{arm}-{rung}-seed{seed}{f'-rank{rank}' if rank else ''}.log"
         if rank:  # the console is rank 0's
             with console.redirected(log):
-                train(config, arm, seed, args.stop_at)
+                train(one, arm, seed, args.stop_at)
             continue
-        with console.stage(title, log, "steps", config.training_steps()[0]) as bar:
-            train(config, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
-        console.closing_line(title, run_summary(config, arm, seed), config.run_dir(arm, seed), log)
+        with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
+            train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
+        console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
     dist.destroy_process_group()
     return 0
 

@@ -36,6 +36,7 @@ class BatchJob:
     requeue: bool = False
     signal: str | None = None  # e.g. B:USR1@300: a signal to the batch shell ahead of the time limit
     open_mode: str | None = None  # append: a requeued job's output continues the same file
+    env_command: str | None = None  # in place of the experiment's (a job whose commands set up their own)
 
 
 def render(job: BatchJob, config: ExperimentConfig) -> str:
@@ -48,7 +49,7 @@ def render(job: BatchJob, config: ExperimentConfig) -> str:
     }
     header = [f"#SBATCH --{key}" if value is True else f"#SBATCH --{key}={value}"
               for key, value in directives.items() if value is not None]
-    env = config.executor.env_command or f"source {REPO}/.venv/bin/activate"
+    env = job.env_command or config.executor.env_command or f"source {REPO}/.venv/bin/activate"
     return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {REPO}", env, job.commands.strip(), ""])
 
 

@@ -2,11 +2,12 @@ import hashlib
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from configs.experiment import ExperimentConfig
 from corpus.sample import write_sample
@@ -40,20 +41,37 @@ def output_hashes(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file() and "logs" not in p.relative_to(root).parts}
 
 
+def member_starts(data: bytes) -> list[int]:
+    """Where each gzip member (one WARC record) of a .warc.gz starts."""
+    starts, pos = [], 0
+    while pos < len(data):
+        member = zlib.decompressobj(wbits=31)
+        member.decompress(data[pos:])
+        starts.append(pos)
+        pos = len(data) - len(member.unused_data)
+    return starts
+
+
+def damaged_in_the_middle(data: bytes) -> tuple[bytes, int, int]:
+    """A .warc.gz with one byte flipped inside its middle gzip member, and where that member starts
+    and ends."""
+    starts = member_starts(data)
+    middle, after = starts[len(starts) // 2], starts[len(starts) // 2 + 1]
+    damaged = bytearray(data)
+    damaged[(middle + after) // 2] ^= 0xFF
+    return bytes(damaged), middle, after
+
+
 def split_warc(warc, out_dir, files: int) -> list[str]:
     """The records of `warc` dealt round-robin into `files` WARC files (each record's gzip member
     copied byte for byte)."""
     data = warc.read_bytes()
-    members = []
-    with open(warc, "rb") as f:
-        records = ArchiveIterator(f)
-        for record in records:
-            record.content_stream().read()
-            members.append((records.get_record_offset(), records.get_record_length()))
+    starts = member_starts(data)
+    members = list(zip(starts, [*starts[1:], len(data)], strict=True))
     out_dir.mkdir()
     paths = [out_dir / f"part-{i:02d}.warc.gz" for i in range(files)]
     for i, path in enumerate(paths):
-        path.write_bytes(b"".join(data[start:start + length] for start, length in members[i::files]))
+        path.write_bytes(b"".join(data[start:end] for start, end in members[i::files]))
     return [str(p) for p in paths]
 
 
@@ -96,6 +114,89 @@ def stub_server():
     StubCompletionsServer.requests = []
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
+
+
+# ---------------------------------------------------------------- an HTTP server of input files, with faults
+
+
+class FaultyFiles(BaseHTTPRequestHandler):
+    """Files of the server's folder, with Range requests (unless `ranges` is False: then every GET gets
+    the whole file, 200), and faults in the GETs of one file (`faulty`): `schedule` maps the n-th GET
+    of it (1-based) to a fault, `always` is the fault of every one. Faults: "503" (Slow Down), "drop"
+    (the connection closed halfway through the body), "stall" (no more bytes for `stall_s`, then
+    closed), "empty206" (a 206 without Content-Length and no body), "416" (Range Not Satisfiable),
+    "short" (a 206 with the first half of the range asked, its headers saying so). A file that is not
+    there answers 404. `starts`: the first byte each GET of the faulty file asked for; `requests`:
+    its requests, HEADs included."""
+
+    def do_HEAD(self):  # noqa: N802
+        self.answer(body=False)
+
+    def do_GET(self):  # noqa: N802
+        self.answer(body=True)
+
+    def answer(self, body: bool) -> None:
+        server = self.server
+        path = server.folder / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        start, end = 0, len(data)
+        ranged = server.ranges and (m := re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "")))
+        if ranged:
+            start, end = int(m[1]), min(len(data), int(m[2]) + 1 if m[2] else len(data))
+        fault = None
+        if path.name == server.faulty:
+            server.requests += 1
+            if body:
+                server.starts.append(start)
+                fault = server.always or server.schedule.get(len(server.starts))
+        if fault in ("503", "416"):
+            self.send_response(*((503, "Slow Down") if fault == "503" else (416, "Range Not Satisfiable")))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if fault == "short":
+            end = start + (end - start) // 2
+        self.send_response(206 if ranged else 200)
+        if fault != "empty206":
+            self.send_header("Content-Length", str(end - start))
+        if ranged:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        if not body or fault == "empty206":
+            return  # HTTP/1.0: the connection closes, and with it the (empty) body
+        part = data[start:end]
+        if fault in ("drop", "stall"):
+            self.wfile.write(part[:len(part) // 2])
+            self.wfile.flush()
+            time.sleep(server.stall_s if fault == "stall" else 0)
+            return  # the connection closes with half the body sent
+        self.wfile.write(part)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def faulty_server(tmp_path):
+    """A FaultyFiles server on 127.0.0.1 (HTTP/1.0: a connection per request) of `tmp_path/served`,
+    its faulty file `sample.warc.gz`; `server.url(name)` is a file's URL, `server.url()` the server's."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FaultyFiles)
+    server.daemon_threads = True
+    server.folder, server.faulty, server.schedule, server.always, server.ranges = folder, "sample.warc.gz", {}, None, True
+    server.requests, server.starts = 0, []
+    server.stall_s = 2.0
+    server.url = lambda name="": f"http://127.0.0.1:{server.server_port}" + (f"/{name}" if name else "")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
 
 
 # ---------------------------------------------------------------- a tokenised corpus to pretrain on

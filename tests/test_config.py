@@ -237,3 +237,101 @@ def test_a_pretrained_tokenizer_waits_for_no_extraction(tmp_path):
     assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == ["extract-trafilatura"]
     data["tokenizer"] = {"kind": "pretrained", "name_or_path": str(tmp_path)}  # re-extracting an arm cannot change it
     assert tokenizer_stage(load_experiment(write(tmp_path, data))).needs == []
+
+
+def test_every_named_model_size_states_its_own_parameters_and_flops():
+    """The comment of each configs/models/<size>.yaml is what configs/model.py computes for it."""
+    import re
+
+    from configs.model import MODELS_DIR, ModelConfig, named_model
+
+    sizes = sorted(MODELS_DIR.glob("*.yaml"))
+    assert {p.stem for p in sizes} >= {"nano", "tiny", "mini", "20m", "60m", "150m", "300m", "530m", "1b"}
+    for path in sizes:
+        text = path.read_text()
+        stated = re.search(r"# ([\d,]+) parameters with a ([\d,]+)-token vocabulary \(([\d,]+) without embeddings\);\n"
+                           r"# ([\d.e+]+) training FLOPs per token", text)
+        assert stated, f"{path.name}: no parameter/FLOP comment"
+        total, vocab, non_embedding = (int(g.replace(",", "")) for g in stated.groups()[:3])
+        model = ModelConfig.model_validate(named_model(path.stem))
+        assert model.parameters(vocab)["total"] == total and model.parameters(vocab)["non_embedding"] == non_embedding
+        assert f"{model.flops_per_token(vocab):.3g}" == stated.group(4), path.name
+        if path.stem[0].isdigit():  # named by total parameters, e.g. 150m: within 15% of 150M
+            scale = float(path.stem[:-1]) * (1e9 if path.stem.endswith("b") else 1e6)
+            assert abs(total / scale - 1) < 0.15, path.name
+
+
+def ladder_experiment(tmp_path, ladder, **pretrain) -> dict:
+    from conftest import pretrain_experiment
+
+    raw = pretrain_experiment(tmp_path)
+    raw["pretrain"] = {"training": raw["pretrain"]["training"], "ladder": ladder, **pretrain}
+    return raw
+
+
+def test_a_ladder_validates_its_rungs_and_an_old_config_is_one_rung(tmp_path):
+    from pydantic import ValidationError
+
+    from configs.experiment import ExperimentConfig
+    from conftest import PRETRAIN_MODEL, pretrain_experiment
+
+    old = ExperimentConfig.model_validate(pretrain_experiment(tmp_path))
+    assert old.rungs() == ["model"] and old.pretrain.seeds == [1] and old.pretrain.model.hidden_size == 32
+    assert old.run_dir("a", 1) == tmp_path / "train" / "a" / "model" / "seed1"
+
+    small = PRETRAIN_MODEL | {"hidden_size": 16, "ffn_hidden_size": 32}
+    config = ExperimentConfig.model_validate(ladder_experiment(tmp_path, [
+        {"name": "s", "model": small, "tokens": 2000, "seeds": [1, 2, 3], "training": {"lr": 1e-2},
+         "slurm": {"nodes": 1, "gpus_per_node": 1, "time": "01:00:00"}},
+        {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1, 2], "slurm": {"nodes": 2}}],
+        slurm={"gpus_per_node": 4, "partition": "h100"}, arms=["a"]))
+    assert config.rungs() == ["s", "l"] and config.pretrain.target.name == "l" and config.trained_arms() == ["a"]
+    with pytest.raises(ValueError, match="has 2 rungs \\(s, l\\): name one"):
+        config.pretrain.model  # noqa: B018
+    s, large = config.for_rung("s"), config.for_rung("l")
+    assert s.runs() == [("a", 1), ("a", 2), ("a", 3)] and large.runs() == [("a", 1), ("a", 2)]
+    assert s.pretrain.training.lr == 1e-2 and large.pretrain.training.lr == 3e-3  # the rung's keys over the shared
+    assert (s.pretrain.slurm.gpus_per_node, s.pretrain.slurm.partition, s.pretrain.slurm.time) == (1, "h100", "01:00:00")
+    assert (large.pretrain.slurm.nodes, large.pretrain.slurm.gpus_per_node) == (2, 4)
+    assert s.training_steps()[0] < large.training_steps()[0]  # 2,000 tokens, then the whole budget (4,000)
+    assert s.run_dir("a", 1) == tmp_path / "train" / "a" / "s" / "seed1" and s.eval_dir("a", 1).parent.name == "s"
+    assert ExperimentConfig.model_validate(config.model_dump()) == config  # the dump loads back the same
+
+    per_parameter = ladder_experiment(tmp_path, [{"name": "s", "model": small, "tokens_per_parameter": 0.5, "seeds": [1]},
+                                                 {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]}])
+    rung = ExperimentConfig.model_validate(per_parameter).pretrain.ladder[0]
+    assert rung.training_tokens(4000) == round(0.5 * rung.model.non_embedding_parameters)
+
+    wrong = {
+        "more than the budget": [{"name": "s", "model": small, "tokens": 10**6, "seeds": [1]}],
+        "from the least training compute to the most": [{"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]},
+                                                        {"name": "s", "model": small, "tokens": 1000, "seeds": [1]}],
+        "rung names repeat": [{"name": "s", "model": small, "seeds": [1]}, {"name": "s", "model": small, "seeds": [1]}],
+        "tokens or tokens_per_parameter, not both": [{"name": "s", "model": small, "tokens": 10, "tokens_per_parameter": 1,
+                                                      "seeds": [1]}],
+    }
+    for message, ladder in wrong.items():
+        with pytest.raises(ValidationError, match=message):
+            ExperimentConfig.model_validate(ladder_experiment(tmp_path, ladder))
+    both = ladder_experiment(tmp_path, [{"name": "s", "model": small, "seeds": [1]}])
+    both["pretrain"]["model"] = "tiny"
+    with pytest.raises(ValidationError, match="give model and seeds \\(one size\\) or ladder"):
+        ExperimentConfig.model_validate(both)
+    with pytest.raises(ValidationError, match="pretrain.arms: \\['c'\\] are not arms"):
+        ExperimentConfig.model_validate(ladder_experiment(tmp_path, [{"name": "s", "model": small, "seeds": [1]}], arms=["c"]))
+
+
+def test_a_config_includes_another_and_replaces_whole_sections(tmp_path):
+    base = {"name": "base", "output_root": str(tmp_path / "out"), "inputs": {"sample": {"pages": 7}},
+            "arms": {"a": {"extractor": "trafilatura"}}, "tokenizer": {"kind": "sentencepiece"},
+            "dataset": {"tokens_per_arm": 1000, "seed": 3}}
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    (tmp_path / "variants").mkdir()
+    (tmp_path / "variants" / "v.yaml").write_text(yaml.safe_dump({"include": "../base.yaml", "name": "variant",
+                                                                   "dataset": {"tokens_per_arm": 500}}))
+    config = load_experiment(tmp_path / "variants" / "v.yaml")
+    assert config.name == "variant" and config.inputs.sample.pages == 7
+    assert config.dataset.tokens_per_arm == 500 and config.dataset.seed == 0  # the section is replaced whole
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base | {"include": "variants/v.yaml"}))
+    with pytest.raises(ConfigError, match="a cycle"):
+        load_experiment(tmp_path / "variants" / "v.yaml")

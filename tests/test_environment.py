@@ -43,6 +43,7 @@ def test_training_without_the_corpus_names_what_is_missing(tmp_path, capsys):
 
 
 def test_a_folder_resumed_by_another_config_keeps_its_first_maker(tmp_path, sample_dir):
+    from configs.experiment import EvaluationConfig
     from configs.provenance import config_sha256, read_provenance, write_provenance
 
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
@@ -52,12 +53,15 @@ def test_a_folder_resumed_by_another_config_keeps_its_first_maker(tmp_path, samp
     assert config_sha256(ExperimentConfig.model_validate({**gold, "output_root": str(tmp_path / "out")})) == config_sha256(
         ExperimentConfig.model_validate({**gold, "output_root": str(tmp_path / "moved")}))  # its gold files lie under it
     folder = tmp_path / "folder"
-    assert write_provenance(folder, config) is None and write_provenance(folder, config) is None
+    assert write_provenance(folder, config, "corpus") is None and write_provenance(folder, config, "corpus") is None
+    downstream = config.model_copy(update={"name": "variant", "evaluation": EvaluationConfig(tasks="offline")})
+    assert write_provenance(folder, downstream, "corpus") is None  # nothing a corpus folder is made from
     other = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}},
                         extraction={"max_html_bytes": 1000})
-    assert "begun with another config_sha256" in write_provenance(folder, other)
+    assert "begun with another config (corpus part)" in write_provenance(folder, other, "corpus")
     made = read_provenance(folder)
-    assert made["config_sha256"] == config_sha256(other) and made["begun_by"]["config_sha256"] == config_sha256(config)
+    assert made["config_sha256"] == config_sha256(other) and made["begun_by"]["config_sha256"] == config_sha256(downstream)
+    assert made["made_from_sha256"] == config_sha256(other, "corpus") != made["config_sha256"]
 
 
 CONSOLE_SCRIPT = """

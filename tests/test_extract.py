@@ -89,8 +89,9 @@ def test_both_arms_on_the_sample_account_for_every_record(tmp_path, sample_dir, 
     files.write_text("".join(json.dumps(line) + "\n" for line in lines))
     records, name = len(read_gold(sample_dir / "gold.jsonl")), lines[0]["file"]
     differ = {ledger["arm"]: ledger.get("records_differ") for ledger in ledgers(config)}
-    assert differ == {"trafilatura": None, "dripper": f"read {records - 1} records where trafilatura read {records} "
-                                                      f"({name} {records - 1} against {records})"}
+    assert differ == {  # two whole reads that disagree: neither arm is taken for the right one
+        "trafilatura": f"{name} read whole with {records} records, {records - 1} by dripper: the arms read different bytes of it",
+        "dripper": f"{name} read whole with {records - 1} records, {records} by trafilatura: the arms read different bytes of it"}
 
 
 def test_plain_text_keeps_the_words_and_drops_the_marks():

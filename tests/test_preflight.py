@@ -35,6 +35,9 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     training = report["training"]
     assert training["resume_losses_equal"] and training["export_max_logit_difference"] < 1e-4
     assert training["tokens_per_s_per_gpu"] > 0 and training["lm_eval"]["acc_norm"] is not None
+    assert (training["layer_spec"], training["attention"], training["sdpa_kernel"], training["dtype"]) == (
+        "local", "sdpa", "flash", "float32")
+    assert training["micro_batch_size"] == 2 and training["peak_flops_measured"] > 0 and training["mfu_measured_peak"] > 0
 
     config = load_experiment(path)
     on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
@@ -44,4 +47,6 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     lab = report["labeler"]
     assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
         lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
-    assert on_gpu["training_tokens_per_gpu_s"] == (training["tokens_per_s_per_gpu"], "preflight on NVIDIA H200")
+    assert on_gpu["training_tokens_per_gpu_s"] == (
+        training["tokens_per_s_per_gpu"],
+        "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2)")

@@ -71,7 +71,7 @@ def test_export_matches_megatron_logits(corpus_root, tmp_path):
     checkpoint = latest_checkpoint(run_dir)
     out = export_checkpoint(checkpoint, tmp_path / "hf")
     run = read_run_info(checkpoint)
-    model = build_model(config.pretrain.model, run["vocab_size"], detect())
+    model = build_model(config.pretrain.model, run["vocab_size"], detect(), run["attention"])
     load_model(checkpoint, model)
     model.eval()
     hf = LlamaForCausalLM.from_pretrained(str(out)).eval()
@@ -81,6 +81,111 @@ def test_export_matches_megatron_logits(corpus_root, tmp_path):
         hf_logits = hf(tokens).logits
     assert (megatron_logits - hf_logits).abs().max().item() < 1e-4
     assert json.loads((out / "xsuite.json").read_text())["step"] == run["steps"]
+
+
+def test_sdpa_attention_gives_the_unfused_outputs_and_gradients():
+    """The same weights through both local-spec attentions: logits and every parameter's gradient
+    agree to fp32 rounding; the core attention alone agrees in bf16 too."""
+    from configs.model import ModelConfig
+    from pretrain.model import build_model
+    from pretrain.platform import detect, init_distributed, seed_everything
+
+    platform = detect()
+    init_distributed(platform)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL)
+    runs = {}
+    for attention in ("unfused", "sdpa"):
+        seed_everything(0)
+        model = build_model(shape, 600, platform, attention)
+        tokens = torch.randint(0, 600, (2, 32), generator=torch.Generator().manual_seed(1))
+        logits = model(tokens, torch.arange(32).expand(2, -1), None)
+        logits.float().logsumexp(-1).mean().backward()
+        runs[attention] = logits.detach(), {n: p.grad for n, p in model.named_parameters()}
+    (unfused, unfused_grads), (sdpa, sdpa_grads) = runs["unfused"], runs["sdpa"]
+    assert sdpa_grads.keys() == unfused_grads.keys()
+    assert (sdpa - unfused).abs().max() < 1e-5
+    for name, grad in unfused_grads.items():
+        assert torch.allclose(sdpa_grads[name], grad, rtol=1e-4, atol=1e-6), name
+
+    from megatron.core.transformer.dot_product_attention import DotProductAttention
+    from megatron.core.transformer.enums import AttnMaskType
+
+    from pretrain.attention import SdpaAttention
+    from pretrain.model import transformer_config
+
+    config = transformer_config(shape, platform, fused=False)
+    config.bf16, config.params_dtype = True, torch.bfloat16
+    q, k, v = (torch.randn(32, 2, heads, 8, dtype=torch.bfloat16) for heads in (4, 2, 2))  # GQA: 2 groups
+    outputs = [cls(config, 1, AttnMaskType.causal, "self")(q, k, v, None) for cls in (DotProductAttention, SdpaAttention)]
+    assert outputs[0].shape == outputs[1].shape == (32, 2, 32)
+    assert (outputs[0].float() - outputs[1].float()).abs().max() < 2e-2  # bf16: 8 bits of mantissa
+
+
+def test_the_gpu_fusions_give_the_unfused_model():
+    """megatron-core's torch.compile fusions (on by default on a GPU) compiled here for the CPU:
+    the same weights give the same loss and gradients as the op-by-op model the CPU runs train
+    (to bf16 rounding: the fused cross-entropy hands back its gradient in bf16, as a GPU's logits are)."""
+    from configs.model import ModelConfig
+    from pretrain.model import build_model
+    from pretrain.platform import detect, init_distributed, seed_everything
+
+    platform = detect()
+    init_distributed(platform)
+    shape = ModelConfig.model_validate(PRETRAIN_MODEL)
+    tokens = torch.randint(0, 600, (2, 32), generator=torch.Generator().manual_seed(1))
+    runs = {}
+    for fused in (False, True):
+        seed_everything(0)
+        model = build_model(shape, 600, platform, "sdpa", fused=fused)
+        assert model.config.bias_activation_fusion == fused
+        loss = model(tokens, torch.arange(32).expand(2, -1), None, labels=tokens.roll(-1, 1)).mean()
+        loss.backward()
+        runs[fused] = loss.detach(), {n: p.grad for n, p in model.named_parameters()}
+    assert torch.allclose(runs[True][0], runs[False][0], atol=1e-6)
+    for name, grad in runs[False][1].items():
+        assert (runs[True][1][name] - grad).abs().max() <= 2**-8 * grad.abs().max(), name
+
+
+def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
+    """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
+    `sdpa` and follows the run that never switched to fp32 rounding."""
+    from pretrain.train import train
+
+    whole = train(experiment(corpus_root, attention="sdpa"), "a", seed=3)
+    switched = train(experiment(corpus_root, attention="unfused"), "b", seed=3, stop_at=10)
+    assert json.loads((switched / "run.json").read_text())["attention"] == "unfused"
+    train(experiment(corpus_root, attention="sdpa"), "b", seed=3)
+    run = json.loads((switched / "run.json").read_text())
+    assert run["attention"] == "sdpa" and run["layer_spec"] == "local" and run["sdpa_kernel"] == "flash"
+    assert run["dtype"] == "float32" and run["device"] == "cpu" and run["micro_batch_size"] == 2
+    assert np.allclose(losses(switched), losses(whole), atol=1e-4)
+
+
+def test_transformer_engine_is_refused_where_it_cannot_run():
+    from pretrain.attention import resolve_attention
+
+    assert resolve_attention("auto", cuda=False) == "sdpa" and resolve_attention("unfused", cuda=False) == "unfused"
+    with pytest.raises(SystemExit, match="te needs Transformer Engine on a CUDA node"):
+        resolve_attention("te", cuda=False)
+
+
+def test_every_rung_of_a_ladder_trains_on_a_prefix_of_the_same_order(corpus_root, tmp_path):
+    """Rungs differ in model and tokens only: for a seed, a smaller rung's samples are the first
+    ones of the larger rung's, in the same order (GPTDataset shuffles one epoch of the whole budget)."""
+    from pretrain.data import build_dataset
+
+    raw = pretrain_experiment(corpus_root)
+    small = PRETRAIN_MODEL | {"hidden_size": 16, "ffn_hidden_size": 32}
+    raw["pretrain"] = {"training": raw["pretrain"]["training"], "ladder": [
+        {"name": "s", "model": small, "tokens": 1500, "seeds": [1]}, {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]}]}
+    config = ExperimentConfig.model_validate(raw)
+    datasets = {r: build_dataset(config.for_rung(r), "a", 1, tmp_path / r) for r in ("s", "l")}
+    samples = {r: config.for_rung(r).training_steps()[1] for r in ("s", "l")}  # what each rung trains on
+    assert 0 < samples["s"] < samples["l"]
+    first = [datasets["s"][i]["tokens"].tolist() for i in range(samples["s"])]
+    assert first == [datasets["l"][i]["tokens"].tolist() for i in range(samples["s"])]
+    other_seed = build_dataset(config.for_rung("l"), "a", 2, tmp_path / "seed2")
+    assert [other_seed[i]["tokens"].tolist() for i in range(len(first))] != first
 
 
 def test_bad_model_shapes_fail_at_load(tmp_path):

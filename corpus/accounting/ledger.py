@@ -6,12 +6,15 @@ Reads datatrove's own per-task stats of every stage (nothing is re-counted) and 
 side for all arms, one row per stage: documents in and out, removed by reason, tokens in and out
 (tokens are counted with the experiment's tokenizer, end-of-document token included, right
 after extraction). Every row is checked: in = out + removed, and each stage's input is the
-previous stage's output. "Every record accounted for" needs more: every input file of the extractor
-arms read whole (each counted by outcome: read whole, skipped as corrupt, failed, not read, with its
-records and retries; a file not read whole is named), every task of every stage the arm goes
-through finished (datatrove's completion markers; a stage with a missing task would only count part
-of the records), and every extractor arm read as many records of each input file as most arms did. A reference-corpus
-arm starts at its read row (documents read, not drawn, written) and joins where it joins. Then the
+previous stage's output. "Every record accounted for" needs more: the arm ran, every input file of
+the extractor arms read whole (each counted by outcome: read whole, read around damage, skipped,
+failed, not read, with its records, retries and unreadable bytes; a file not read whole is named
+with its records read of those it holds), every task of every stage the arm goes through finished
+(datatrove's completion markers; a stage with a missing task would only count part of the
+records), and every file an arm read whole gave the records it holds (the input manifest's count,
+else that of the other arms' whole reads; whole reads that disagree count against every arm). A
+reference-corpus arm starts at its read row (documents read, not drawn, written) and joins where it
+joins. Then the
 overlap between arms: how many source records (WARC record ids) survive post-processing, and the
 token budget, in both arms or only in one. Writes `<output_root>/ledger.json`.
 """
@@ -22,7 +25,6 @@ import argparse
 import gzip
 import json
 import sys
-from collections import Counter
 from itertools import combinations, pairwise
 from pathlib import Path
 
@@ -31,11 +33,13 @@ from datatrove.pipeline.tokens import TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from corpus.accounting.summary import counters, files_cell, find_step, merged_stats, not_read_whole, summarize_arm
+from corpus.accounting.summary import counters, file_note, files_cell, find_step, merged_stats, not_read_whole, summarize_arm
 from corpus.postprocess.stages import arm_stages, postprocessed_arms
 from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
+from corpus.read.inputs import inputs_folder, read_by_arm
+from corpus.read.manifest import MANIFEST, read_manifest
 from corpus.read.reference_steps import ReferenceDraw, TokenQuota
-from corpus.read.warc import INPUT_FILES, read_input_files
+from corpus.read.warc import READ_WHOLE
 from corpus.stage import label, record_hash, unfinished_tasks
 from corpus.tokens.budget import manifest_path
 from corpus.tokens.stages import dataset_stages, tokenizer_stage
@@ -151,46 +155,88 @@ def unfinished_stages(config: ExperimentConfig, arm: str) -> list[str]:
     return out
 
 
-def records_read(config: ExperimentConfig, arm: str) -> dict[str, int]:
-    """Response records the arm's extraction read, by input file (the reader's per-file records;
-    the arms may split the files into different tasks)."""
-    out: dict[str, int] = {}
-    for record in read_input_files(config.arm_dir(arm) / "logs" / INPUT_FILES):
-        out[record["file"]] = out.get(record["file"], 0) + record["records"]
+def read_per_file(config: ExperimentConfig) -> dict[str, dict[str, dict]]:
+    """Every extractor arm that has read anything: its reader's per-file record of each input file
+    (the arms may split the files into different tasks)."""
+    out = {}
+    for arm, records in read_by_arm(config).items():
+        if records:
+            out[arm] = {record["file"]: record for record in records}
+    return out
+
+
+def records_per_file(config: ExperimentConfig, read: dict[str, dict[str, dict]]) -> dict[str, tuple[int, str]]:
+    """The response records each input file holds, where known, with where that is known from: the
+    input manifest's `records`, else the count of the arms that read the file whole (the reader is
+    deterministic, so one whole read is the truth; whole reads that disagree tell nothing)."""
+    manifest = inputs_folder(config) / MANIFEST
+    out = {path: (entry["records"], "the input manifest")
+           for path, entry in (read_manifest(manifest)["files"] if manifest.is_file() else {}).items()
+           if entry.get("records") is not None}
+    whole: dict[str, dict[str, int]] = {}
+    for arm, files in read.items():
+        for path, record in files.items():
+            if record["outcome"] == READ_WHOLE:
+                whole.setdefault(path, {})[arm] = record["records"]
+    for path, counts in whole.items():
+        if path not in out and len(set(counts.values())) == 1:
+            out[path] = (next(iter(counts.values())), ", ".join(counts))
     return out
 
 
 def ledgers(config: ExperimentConfig) -> list[dict]:
-    """Every arm's ledger, with the check that every extractor arm read as many records of each input
-    file as the others (the comparison's premise; the reader is deterministic, so the same records).
-    Per file the count most arms read is the usual one (the first arm's on a tie): an arm that read
-    another is not accounted for, and is named with the arms it differs from."""
+    """Every arm's ledger, with each extractor arm's records per input file checked against what the
+    file holds (`records_per_file`): an arm that read a file whole with another count is not
+    accounted for, and neither are arms whose whole reads of a file disagree where nothing else says
+    which is right. A file not read whole gets the count it holds beside the count read; an arm that
+    never ran is `not run`."""
     out = [arm_ledger(config, arm) for arm in config.arms]
-    read = {arm: records_read(config, arm) for arm in config.extractor_arms}
-    files = sorted(set().union(*read.values())) if read else []
-    usual = {f: Counter(r.get(f, 0) for r in read.values()).most_common(1)[0][0] for f in files}
-    agree = [arm for arm, r in read.items() if all(r.get(f, 0) == usual[f] for f in files)]
+    read = read_per_file(config)
+    truth = records_per_file(config, read)
     for ledger in out:
-        mine = read.get(ledger["arm"])
-        differing = [f for f in files if mine is not None and mine.get(f, 0) != usual[f]]
+        if ledger["arm"] not in config.extractor_arms:
+            continue
+        mine = read.get(ledger["arm"], {})
+        ledger["not_run"] = not mine and not ledger["rows"]
+        differing = []
+        for path, record in mine.items():
+            if record["outcome"] != READ_WHOLE:
+                record_expected(ledger, path, truth.get(path))
+            elif path in truth and record["records"] != truth[path][0]:
+                count, source = truth[path]
+                differing.append(f"{path} read whole with {record['records']:,} records, {count:,} by {source}")
+            elif path not in truth:
+                others = ", ".join(f"{files[path]['records']:,} by {arm}" for arm, files in read.items()
+                                   if arm != ledger["arm"] and files.get(path, {}).get("outcome") == READ_WHOLE)
+                differing.append(f"{path} read whole with {record['records']:,} records, {others}: the arms read "
+                                 "different bytes of it")
         if differing:
-            named = ", ".join(f"{f} {mine.get(f, 0):,} against {usual[f]:,}" for f in differing[:3])
-            ledger["records_differ"] = (f"read {sum(mine.values()):,} records where {', '.join(agree) or 'most extractor arms'} "
-                                        f"read {sum(usual.values()):,} ({named}{', …' if len(differing) > 3 else ''})")
+            ledger["records_differ"] = "; ".join(differing[:3]) + (f"; +{len(differing) - 3} more" if len(differing) > 3 else "")
+            ledger["accounted"] = False
+        if ledger["not_run"]:
             ledger["accounted"] = False
     return out
+
+
+def record_expected(ledger: dict, path: str, truth: tuple[int, str] | None) -> None:
+    """The records a file the arm did not read whole holds, beside its entry in the arm's ledger."""
+    for entry in (ledger["input_files"] or {}).get("not_read_whole", []):
+        if entry["file"] == path and truth is not None:
+            entry["expected_records"] = truth[0]
 
 
 def accounted_text(ledger: dict) -> str:
     """'yes', or 'NO' and why."""
     if ledger["accounted"]:
         return "yes"
+    if ledger.get("not_run"):
+        return "NO (not run)"
     files = ledger["input_files"]
-    why = ([] if ledger["balanced"] else ["unbalanced"]) + \
+    why = ([] if ledger["balanced"] or not ledger["rows"] else ["unbalanced"]) + \
         ([not_read_whole(files)] if files and files["not_read_whole"] else []) + \
         ([f"unfinished: {'; '.join(ledger['unfinished'])}"] if ledger["unfinished"] else []) + \
         ([ledger["records_differ"]] if ledger.get("records_differ") else [])
-    return f"NO ({'; '.join(why)})"
+    return f"NO ({'; '.join(why) or 'unbalanced'})"
 
 
 def _ids(paths: list[Path]) -> np.ndarray:
@@ -255,7 +301,8 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
     console.print(table)
     for ledger in ledgers:
         for f in (ledger["input_files"] or {}).get("not_read_whole", []):
-            console.print(f"{ledger['arm']}: {f['file']} {f['outcome']}: {f['fault'] or 'its task did not finish'}")
+            faults = [f["fault"]] if f["fault"] else [d["fault"] for d in f.get("damage", [])]
+            console.print(f"{ledger['arm']}: {file_note(f)}: {'; '.join(faults) or 'its task did not finish'}")
     for level, pairs in overlaps.items():
         for pair in pairs:
             a, b = pair["arms"]
@@ -298,9 +345,8 @@ def summary_line(ledger: dict, stages: list[str]) -> str:
     """An arm's documents from its first row to its last (its stages named where they are not
     `stages`), tokens at the end, and the balance."""
     rows = ledger["rows"]
-    note = not_read_whole(ledger["input_files"]) if ledger["input_files"] else ""
     if not rows:
-        return f"  {ledger['arm']}: nothing yet" + (f"; every record accounted for: NO ({note})" if note else "")
+        return f"  {ledger['arm']}: nothing yet; every record accounted for: {accounted_text(ledger)}"
     counts = " → ".join([str(rows[0]["documents_in"]), *(str(r["documents_out"]) for r in rows)])
     own = [r["stage"] for r in rows]
     named = f" ({' → '.join(own)})" if own != stages else ""

@@ -22,7 +22,7 @@ from datatrove.pipeline.writers import JsonlWriter
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, RecordGuard
 from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
-from corpus.read.warc import INPUT_FILES, READ_WHOLE, AccountedWarcReader, read_input_files
+from corpus.read.warc import INPUT_FILES, NOT_READ, READ_WHOLE, AccountedWarcReader, read_input_files
 
 
 def counters(step: dict) -> dict[str, int]:
@@ -59,18 +59,37 @@ def input_files(config: ExperimentConfig, arm_name: str, task: int | None = None
     """The arm's input files as its reader's tasks recorded them: how many by outcome, their records
     and retries, and every file not read whole."""
     files = read_input_files(config.arm_dir(arm_name) / "logs" / INPUT_FILES, task)
+    damage = [d for f in files for d in f.get("damage", [])]
     return {"files": len(files), "outcomes": dict(Counter(f["outcome"] for f in files)),
             "records": sum(f["records"] for f in files), "retries": sum(f["retries"] for f in files),
+            "unreadable_bytes": sum(d["bytes"] or 0 for d in damage),
+            "records_lost_at_least": sum(d["records"] or 0 for d in damage),
             "not_read_whole": [f for f in files if f["outcome"] != READ_WHOLE]}
 
 
+def file_note(f: dict) -> str:
+    """A file not read whole in a few words: its outcome, why, the bytes damage made unreadable, and
+    its records read, of how many (`expected_records`: what the ledger knows the file holds)."""
+    damage = f.get("damage", [])
+    reasons = dict.fromkeys([*(d["reason"] for d in damage), *([f["reason"]] if f.get("reason") else [])])
+    notes = [", ".join(reason.replace("_", " ") for reason in reasons)] if reasons else []
+    if damage:
+        lost, records = sum(d["bytes"] or 0 for d in damage), sum(d["records"] or 0 for d in damage)
+        notes.append(f"{lost:,} bytes unreadable in {len(damage)} place{'s' if len(damage) > 1 else ''}, "
+                     f"at least {records:,} record{'s' if records != 1 else ''} lost")
+    if f["outcome"] != NOT_READ:
+        expected = f.get("expected_records")
+        notes.append(f"{f['records']:,} of {expected:,} records" if expected is not None else f"{f['records']:,} records read")
+    return f"{f['file']} {f['outcome']}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def not_read_whole(files: dict, named: int = 3) -> str:
-    """The input files not read whole, the first `named` named with their outcome; '' when every
-    file was read whole."""
+    """The input files not read whole, the first `named` named with their outcome and counts; ''
+    when every file was read whole."""
     bad = files["not_read_whole"]
     if not bad:
         return ""
-    names = ", ".join(f"{f['file']} {f['outcome']}" for f in bad[:named])
+    names = ", ".join(file_note(f) for f in bad[:named])
     names += f", +{len(bad) - named} more" if len(bad) > named else ""
     return f"{len(bad)} input file{'s' if len(bad) > 1 else ''} not read whole: {names}"
 
@@ -158,7 +177,9 @@ def print_summaries(summaries: list[dict]) -> None:
 def files_cell(files: dict) -> str:
     """An arm's input files in a table cell: how many by outcome, the retries."""
     outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(files["outcomes"].items()))
-    return (outcomes or "-") + (f"; {files['retries']:,} retries" if files["retries"] else "")
+    unreadable = files.get("unreadable_bytes")
+    return (outcomes or "-") + (f"; {files['retries']:,} retries" if files["retries"] else "") + \
+        (f"; {unreadable:,} bytes unreadable" if unreadable else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,15 +15,17 @@ from pathlib import Path
 from configs.experiment import ExperimentConfig
 from corpus.extractors.plain import PlainText
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER, URL_BLOCKLIST, prefilter_steps
-from corpus.read.inputs import input_folder
+from corpus.read.inputs import input_folder, input_manifest
 from corpus.read.warc import INPUT_FILES, AccountedWarcReader
 from corpus.stage import Stage, documents_writer
 
 
 def extraction_pipeline(config: ExperimentConfig, arm: str, base: str, paths_file: Path) -> list:
     return [
-        AccountedWarcReader(input_folder(config.inputs, base), paths_file=str(paths_file), on_corrupt=config.inputs.on_corrupt,
-                            retries=config.inputs.retries, files_log=str(config.arm_dir(arm) / "logs" / INPUT_FILES)),
+        AccountedWarcReader(input_folder(config.inputs, base), paths_file=str(paths_file),
+                            manifest=str(manifest) if (manifest := input_manifest(paths_file)) else None,
+                            on_corrupt=config.inputs.on_corrupt, retries=config.inputs.retries,
+                            files_log=str(config.arm_dir(arm) / "logs" / INPUT_FILES)),
         *prefilter_steps(config, arm),
         config.arms[arm].step(),
         *([PlainText()] if config.extraction.text_format == "plain" else []),

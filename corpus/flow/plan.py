@@ -221,7 +221,9 @@ def labeler_pages(measured: dict, piloted: bool) -> tuple[float, float]:
 
 def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> tuple[float, str]:
     if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
-        return preflight["training"]["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}"
+        t = preflight["training"]
+        ran = ", ".join(f"{key} {t[key]}" for key in ("layer_spec", "attention", "sdpa_kernel", "micro_batch_size") if t.get(key))
+        return t["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}" + (f" ({ran})" if ran else "")
     p = config.plan
     flops = config.pretrain.model.flops_per_token(vocab_size)
     return p.training_mfu * p.gpu_peak_flops / flops, (f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} "

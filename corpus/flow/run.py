@@ -1,18 +1,21 @@
 """The corpus flow of an experiment: extraction of every arm, then (when the config has the
 sections) the shared tokenizer, identical post-processing, tokenisation and the equal token budget.
 
-    python -m corpus.flow CONFIG [--until extract|postprocess|dataset] [--arms A B]
+    python -m corpus.flow CONFIG [--until extract|postprocess|dataset] [--arms A B] [--retry-skipped]
 
-Writes under `<output_root>/`: `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
+Writes under `<output_root>/`: `inputs/` (the input list and its manifest, written at the first run
+and fixed for the output root's life: corpus.read.inputs), `extract/<arm>/` (documents, datatrove logs, `summary.json`: every
 record accounted for; a reference-corpus arm's read logs), `tokenizer/`, `post/<arm>/` (`output/` the post-processed documents,
 `removed/<step>/` every removed document with its reason), `datasets/<arm>/` (Megatron
 `.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
 slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
 `--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
-for the stages it needs. Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
+for the stages it needs, within the site's limits, and never while jobs of an earlier submission
+are queued or running (corpus.flow.submit). Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
 yields are checked against the config's inputs and budget first: a run projected to fall short is
-refused before any work, unless `--allow-short`. `python -m corpus.accounting.ledger CONFIG` then accounts
-for every record.
+refused before any work, unless `--allow-short`. An input file a finished task skipped (`inputs.on_corrupt:
+skip`) is read again once it was replaced, or with `--retry-skipped`, and every stage built on its task
+runs again. `python -m corpus.accounting.ledger CONFIG` then accounts for every record.
 """
 
 from __future__ import annotations
@@ -30,23 +33,30 @@ from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
 from corpus.flow.submit import CONTINUE, SubmissionRefused, check_nothing_queued, submit_slurm
-from corpus.read.inputs import resolve_inputs
+from corpus.read.inputs import files_to_read_again, resolve_inputs
 from corpus.read.warc import InputFileError
-from corpus.stage import unfinished_tasks
+from corpus.stage import rerun_task, unfinished_tasks
 from corpus.tokens.budget import BudgetError, budget_is_stale
 from slurm.console import add_verbose_flag, apply_verbose_flag, say
 
 
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
-               executor: str = "local", allow_short: bool = False) -> list[dict]:
+               executor: str = "local", allow_short: bool = False, retry_skipped: bool = False) -> list[dict]:
     """Run (locally) or submit (Slurm) every stage; returns the local extraction summaries. A full
-    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`.
+    run the latest plan projects short of the budget raises ShortInputs, unless `allow_short`. An
+    input file a finished extraction task skipped is read again (its task, and every stage built on
+    it, run again) once it came back replaced, or with `retry_skipped`.
     From a script, call it under `if __name__ == "__main__":`: the local executor's worker
     processes import the calling script again, and without the guard they hang the run."""
     check_output_root(config.output_root)
     if executor == "slurm":  # before anything is forgotten or written: the jobs queued may still read it
         check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
+    for file, tasks in files_to_read_again(config, base, retry_skipped).items():
+        for arm, task in tasks:
+            rerun_task(config.arm_dir(arm) / "logs", task)
+        say(f"read again: {file} (not read whole by {', '.join(sorted({arm for arm, _ in tasks}))}; "
+            f"{'--retry-skipped' if retry_skipped else 'it was replaced since'})")
     if until == "dataset" and not arms and (short := check_plan(config, paths_file)):
         if not allow_short:
             raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
@@ -59,7 +69,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         say(f"run again, built on a stage that runs again: {', '.join(forgotten)}")
     # after forgetting: a stage that reruns whole removes its folders, the tokenizer's provenance with them
     for folder in sorted({stage_folder(config, stage) for stage in stages}):
-        if warning := write_provenance(folder, config):
+        if warning := write_provenance(folder, config, "corpus"):
             say(f"warning: {warning}")
     if executor == "slurm":
         jobs = submit_slurm(config, stages, until, arms)
@@ -88,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run even if the latest plan (python -m corpus.flow.plan) projects the inputs short of the budget")
     parser.add_argument("--executor", choices=["local", "slurm"], default="local",
                         help="run the stages here, or submit them to Slurm (slurm/extract.sh: slurm under sbatch)")
+    parser.add_argument("--retry-skipped", action="store_true",
+                        help="read again every input file a finished task skipped as not whole (inputs.on_corrupt: skip), "
+                             "and every stage built on it; a skipped file replaced since is read again without it")
     add_verbose_flag(parser)
     args = parser.parse_args(argv)
     apply_verbose_flag(args)
@@ -98,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
               "reference arms are read after the tokenizer, in a full run", file=sys.stderr)
         return 2
     try:
-        summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short)
+        summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short, args.retry_skipped)
     except (BudgetError, ShortInputs, ConfigError, SubmissionRefused) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2

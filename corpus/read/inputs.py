@@ -1,7 +1,13 @@
-"""Resolve an experiment's inputs to one list of WARC files, the same for every arm.
+"""Resolve an experiment's inputs to one list of WARC files, the same for every arm and every run.
 
-The list is written once to `<output_root>/inputs/warc_paths.txt` (paths relative to a base
-folder or URL) and every arm's reader reads exactly those files.
+At the first run of an output root the list is written to `<output_root>/inputs/`: `warc_paths.txt`
+(paths relative to a base folder or URL, the readers' paths file) and `manifest.json` (each file's
+expected size, and what the source or `inputs.manifest` adds: corpus.read.manifest). It is fixed for
+the life of the output root: a rerun whose inputs resolve to another list (a file gone, a new file, a
+file of another size that an arm has read whole) is refused with one message naming each difference.
+A file that no arm has read whole may come back replaced (fetched again): the manifest takes its new
+size, and `files_to_read_again` finds the files a finished task skipped that came back, so that the
+flow reads them again.
 """
 
 from __future__ import annotations
@@ -11,9 +17,24 @@ import glob
 import gzip
 import os
 import random
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from configs.base import ConfigError
 from configs.experiment import CommonCrawlInput, ExperimentConfig, InputsConfig
+from corpus.read.manifest import MANIFEST, identity, location, read_manifest, read_user_manifest, write_manifest
+from corpus.read.warc import (
+    DAMAGED,
+    INPUT_FILES,
+    READ_WHOLE,
+    SKIPPED,
+    pause_s,
+    read_input_files,
+    retryable,
+    why,
+)
+from slurm.console import say
 
 
 def storage_options(inputs: InputsConfig, base: str) -> dict:
@@ -70,11 +91,20 @@ def url_paths(urls: list[str]) -> tuple[str, list[str]]:
     return base, [url[len(base) + 1:] for url in urls]
 
 
-def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
-    """(base folder or URL, paths file) for the readers; generates the sample if configured."""
-    out = config.output_root / "inputs"
-    out.mkdir(parents=True, exist_ok=True)
-    paths_file = out / "warc_paths.txt"
+PATHS_FILE = "warc_paths.txt"
+
+
+class InputListError(ConfigError):
+    """The inputs resolve to another list than the output root's, or some of their files cannot be listed."""
+
+
+def inputs_folder(config: ExperimentConfig) -> Path:
+    return config.output_root / "inputs"
+
+
+def configured_files(config: ExperimentConfig) -> tuple[str, list[str]]:
+    """(base folder or URL, paths relative to it) as the config's inputs resolve now; generates the
+    sample if configured."""
     inputs = config.inputs
     if inputs.sample is not None:
         from corpus.sample import write_sample
@@ -84,13 +114,168 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
         for i, path in enumerate(paths):
             if not (sample_dir / path).exists():
                 write_sample((sample_dir / path).parent, inputs.sample.pages, inputs.sample.seed + i)
-        base = str(sample_dir.resolve())
-    elif inputs.common_crawl is not None:
+        return str(sample_dir.resolve()), paths
+    if inputs.common_crawl is not None:
         base = inputs.common_crawl.base_url.rstrip("/")  # the readers join paths with '/'
-        paths = select_common_crawl(inputs.common_crawl, storage_options(inputs, base))
-    elif "://" in inputs.warc[0]:
-        base, paths = url_paths(inputs.warc)
-    else:
-        base, paths = local_paths(sorted(p for pattern in inputs.warc for p in glob.glob(pattern)))
-    paths_file.write_text("\n".join(paths) + "\n")
+        return base, select_common_crawl(inputs.common_crawl, storage_options(inputs, base))
+    if "://" in inputs.warc[0]:
+        return url_paths(inputs.warc)
+    files = sorted(p for pattern in inputs.warc for p in glob.glob(pattern))
+    if not files:
+        raise InputListError(f"inputs.warc: no file matches {inputs.warc}")
+    return local_paths(files)
+
+
+def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
+    """(base folder or URL, paths file) for the readers. The first run writes the list and its
+    manifest; a later one checks that the inputs still resolve to it (InputListError naming each
+    difference) and keeps the first run's order."""
+    out = inputs_folder(config)
+    out.mkdir(parents=True, exist_ok=True)
+    paths_file, manifest_file = out / PATHS_FILE, out / MANIFEST
+    base, paths = configured_files(config)
+    first = paths_file.read_text().split() if paths_file.is_file() else None
+    stored = read_manifest(manifest_file) if manifest_file.is_file() else None
+    if first is not None:
+        _same_files(config, stored["base"] if stored else base, first, base, paths)
+        paths = first
+    entries = expected_files(config, base, paths, stored["files"] if stored else None)
+    if stored is not None:
+        entries = _replaced(config, base, stored["files"], entries)
+    if stored is None or entries != [stored["files"][p] for p in paths]:
+        write_manifest(manifest_file, base, entries)
+    if first is None:
+        paths_file.write_text("".join(f"{p}\n" for p in paths))
     return base, paths_file
+
+
+def input_manifest(paths_file: Path) -> Path | None:
+    """The manifest written beside a paths file, if any (a plan's pilot lists its files without one:
+    their sizes are then those their filesystem reports)."""
+    return path if (path := paths_file.with_name(MANIFEST)).is_file() else None
+
+
+def _same_files(config: ExperimentConfig, first_base: str, first: list[str], base: str, paths: list[str]) -> None:
+    """InputListError unless the inputs resolve to the files of the first run (the base may move)."""
+    if set(first) == set(paths):
+        return
+    old, new = {location(first_base, p) for p in first}, {location(base, p) for p in paths}
+    gone, added = sorted(old - new), sorted(new - old)
+    lines = [*(f"  gone: {p}" for p in gone[:10]), *(["  …"] if len(gone) > 10 else []),
+             *(f"  new: {p}" for p in added[:10]), *(["  …"] if len(added) > 10 else [])]
+    raise InputListError(
+        f"the inputs resolve to another list than the first run of {config.output_root} "
+        f"({len(first):,} files in {inputs_folder(config) / PATHS_FILE}): {len(gone):,} gone, {len(added):,} new\n"
+        + "\n".join(lines) + "\nRestore the files (a file fetched again keeps its path), or start a new output root: "
+        "an output root reads one list for its whole life")
+
+
+def expected_files(config: ExperimentConfig, base: str, paths: list[str], stored: dict[str, dict] | None) -> list[dict]:
+    """Each file's manifest entry: its size as its filesystem lists it (local files every run;
+    remote ones at the first run, else as stored), with `inputs.manifest`'s size, sha256 and
+    records over it."""
+    local = "://" not in base
+    listed = list_files(config.inputs, base, paths) if local or stored is None else {p: stored[p] for p in paths}
+    entries = [{"path": p, **{k: v for k, v in listed[p].items() if k in ("size", "etag")}} for p in paths]
+    if config.inputs.manifest is not None:
+        try:
+            user = read_user_manifest(config.inputs.manifest)
+        except (OSError, ValueError) as e:
+            raise InputListError(f"inputs.manifest: {e}") from None
+        keys = [location(base, p).removeprefix("file://") for p in paths]
+        if lacking := [k for k in keys if k not in user]:
+            raise InputListError(f"inputs.manifest {config.inputs.manifest} has no line for {len(lacking):,} input files: "
+                                 f"{', '.join(lacking[:3])}{', …' if len(lacking) > 3 else ''}")
+        for entry, key in zip(entries, keys, strict=True):
+            entry.update(user[key])
+    return entries
+
+
+def list_files(inputs: InputsConfig, base: str, paths: list[str]) -> dict[str, dict]:
+    """Each file's size (and ETag where the source gives one) from its filesystem: a stat, an HTTP
+    HEAD, an S3 HEAD; several at once, each transient error retried as the reader would. Files not
+    there are named in one InputListError."""
+    from datatrove.io import get_datafolder
+
+    folder = get_datafolder(input_folder(inputs, base))
+
+    def info(path: str) -> dict | BaseException:
+        failures = 0
+        while True:
+            try:
+                found = folder.info(path)
+                return {"size": found.get("size"), **({"etag": str(found["ETag"])} if found.get("ETag") else {})}
+            except Exception as error:
+                if not retryable(error) or failures == inputs.retries.attempts:
+                    return error
+                failures += 1
+                time.sleep(pause_s(inputs.retries, failures))
+
+    with ThreadPoolExecutor(16) as pool:
+        found = dict(zip(paths, pool.map(info, paths), strict=True))
+    if failed := {p: e for p, e in found.items() if isinstance(e, BaseException)}:
+        gone = [p for p, e in failed.items() if isinstance(e, FileNotFoundError)]
+        named = [f"{location(base, p)} ({why(e)})" for p, e in list(failed.items())[:5]]
+        advice = ("Check the snapshot names (inputs.common_crawl.snapshots)" if inputs.common_crawl else
+                  "Check the paths (inputs.warc)") if gone else "Run again when the source answers"
+        raise InputListError(f"{len(failed):,} of {len(paths):,} input files could not be listed: {', '.join(named)}"
+                             f"{', …' if len(failed) > 5 else ''}. {advice}")
+    return found
+
+
+def read_by_arm(config: ExperimentConfig) -> dict[str, list[dict]]:
+    """Every extractor arm's per-file records (corpus.read.warc), as its tasks last wrote them."""
+    return {arm: read_input_files(config.arm_dir(arm) / "logs" / INPUT_FILES) for arm in config.extractor_arms}
+
+
+def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entries: list[dict]) -> list[dict]:
+    """The entries, where a file's size or sha256 differs from the stored one: the new one for a file
+    no arm has read whole (it was fetched again), InputListError for a file an arm has (its outputs
+    came from other bytes)."""
+    changed = [e for e in entries if any(e.get(k) != stored[e["path"]].get(k) for k in ("size", "sha256"))]
+    if not changed:
+        return entries
+    whole = {}
+    for arm, records in read_by_arm(config).items():
+        for record in records:
+            if record["outcome"] == READ_WHOLE:
+                whole.setdefault(record["file"], []).append(arm)
+    if refused := [e for e in changed if e["path"] in whole]:
+        lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} when {', '.join(whole[e['path']])} "
+                 "read it whole" for e in refused[:10]]
+        raise InputListError(f"{len(refused):,} input files changed since an arm of {config.output_root} read them whole\n"
+                             + "\n".join(lines) + "\nRestore the files the arms read, or start a new output root")
+    for e in changed:
+        say(f"inputs: {location(base, e['path'])} is {_bytes(e)}, {_bytes(stored[e['path']])} at the first run; no arm has "
+            "read it whole: the new file is read")
+    return entries
+
+
+def _bytes(entry: dict) -> str:
+    return f"{entry['size']:,} bytes" if entry.get("size") is not None else "of unknown size"
+
+
+def files_to_read_again(config: ExperimentConfig, base: str, retry_skipped: bool = False) -> dict[str, list[tuple[str, int]]]:
+    """The files a finished extraction task skipped (or read around damage) that came back (their size
+    or version differs from the one the task read), or all of them with `retry_skipped`: each with the
+    (arm, task) pairs that must run again."""
+    from datatrove.io import get_datafolder
+
+    skipped = [(arm, r) for arm, records in read_by_arm(config).items() for r in records
+               if r["outcome"] in (SKIPPED, DAMAGED)]
+    if not skipped:
+        return {}
+    folder = get_datafolder(input_folder(config.inputs, base))
+    now: dict[str, dict | None] = {}
+    for _, record in skipped:
+        if record["file"] not in now and not retry_skipped:
+            try:
+                now[record["file"]] = identity(folder.info(record["file"]))
+            except Exception:  # gone, or not answering: not back (yet)
+                now[record["file"]] = None
+    out: dict[str, list[tuple[str, int]]] = {}
+    for arm, record in skipped:
+        seen = record.get("seen")
+        if retry_skipped or (now[record["file"]] is not None and seen is not None and now[record["file"]] != seen):
+            out.setdefault(record["file"], []).append((arm, record["task"]))
+    return out

@@ -7,30 +7,35 @@ stage's record guard (corpus.extractors.prefilters) drops the ones no extractor 
 its reason. Every arm runs the same reader over the same files, so the same record has the same id
 (its WARC-Record-ID) in every arm.
 
-The reader walks each file record by record (a gzip member each, as the WARC standard and Common
-Crawl write them; or, uncompressed, a header and its Content-Length), so it knows where the next
-unread record starts and whether the file ends at a record boundary:
+The reader walks each file record by record (corpus.read.framing) up to the size the input list
+records for it (corpus.read.manifest; else the size its filesystem reports), so it knows where the
+next unread record starts and whether the whole file was read:
 
-- a file that does not (truncated, a corrupt gzip member, not a WARC at all) fails the task with a
-  one-line `InputFileError` naming it (`on_corrupt="fail"`), or is counted as skipped with its
-  reason (`"skip"`); the records before the fault are whole and go on like any other;
-- a transient read error (HTTP 5xx, throttling, a dropped connection, a timeout) re-opens the file
-  at the next unread record after a growing pause; after `retries.attempts` failures in a row (no
-  record read in between) the task fails naming the file and the last error;
-- each task writes a record per input file to `<files_log>/<rank>.jsonl` (records, retries,
-  outcome, the fault): rewritten whole when the task starts, and after each file.
+- a file that does not end whole (truncated, wherever the cut falls; a corrupt gzip member; not a
+  WARC; another size or sha256 than the input list's; gone) fails the task with a one-line
+  `InputFileError` naming it (`on_corrupt="fail"`), or is counted as skipped with its reason
+  (`"skip"`); the records before the fault are whole and go on like any other. Under `"skip"` a
+  damaged record is passed over: the reader goes on at the next record that starts after it and
+  counts the bytes it could not read and the records in them (at least one);
+- a transient read error (HTTP 5xx, throttling, a dropped connection, a timeout, a reply with fewer
+  bytes than the file has left) re-opens the file at the next unread record after a growing pause;
+  after `retries.attempts` failures in a row (no record read in between) the task fails naming the
+  file and the last error;
+- each task writes a record per input file to `<files_log>/<rank>.jsonl` (records, retries, outcome,
+  the fault, the damaged bytes, the file's size and version as read): rewritten whole when the task
+  starts, and after each file.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import http.client
 import io
 import json
 import re
 import sys
 import time
-import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,6 +43,9 @@ from datatrove.data import Document
 from datatrove.io import get_datafolder
 from datatrove.pipeline.readers import WarcReader
 from datatrove.utils.logging import logger
+
+from corpus.read.framing import WHAT_TO_DO, CorruptWarc, Digest, ShortReply, Source, next_record_start, warc_format, whole_records
+from corpus.read.manifest import identity, read_manifest
 
 if TYPE_CHECKING:
     from configs.experiment import ReadRetries
@@ -93,145 +101,6 @@ def payload_mime(record, payload: bytes) -> str | None:
     return mime.split(";")[0].strip().lower() if mime else None
 
 
-# ---------------------------------------------------------------- whole records of a file
-
-READ_BYTES = 1 << 14
-GZIP_MAGIC = b"\x1f\x8b"
-HEADER_MAX = 1 << 16  # bytes: no WARC header is longer
-_CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
-
-# what a person does about a file that is not whole WARC records, by the fault's reason
-WHAT_TO_DO = {
-    "truncated": "An interrupted download or copy ends so: fetch the file again",
-    "corrupt": "The file is damaged: fetch it again",
-    "not_warc": "Check the input list",
-    "one_stream": "The whole file is one gzip stream: recompress it with a member per record (warcio recompress FILE NEW)",
-}
-SKIP_HINT = "or set inputs.on_corrupt: skip to count it as lost and go on"
-
-
-class CorruptWarc(Exception):
-    """Bytes that are not whole WARC records: `reason` (a key of WHAT_TO_DO) and what was found."""
-
-    def __init__(self, reason: str, found: str):
-        super().__init__(found)
-        self.reason = reason
-
-
-class InputFileError(Exception):
-    """An input file a task could not read whole, in one line: the file, what was found, what to do."""
-
-
-def warc_format(head: bytes) -> bool:
-    """Whether a WARC file that starts with `head` is gzipped; CorruptWarc if it is no WARC."""
-    if head.startswith(GZIP_MAGIC):
-        return True
-    if head.startswith(b"WARC/"):
-        return False
-    raise CorruptWarc("not_warc", f"not a WARC file: it starts {head[:16]!r}" if head else "not a WARC file: it is empty")
-
-
-def whole_records(f, offset: int, gzipped: bool) -> Iterator[tuple[int, int, bytes]]:
-    """(start, end, bytes) of every whole record of an open WARC file from byte `offset` on, the
-    bytes uncompressed; CorruptWarc where the file stops being whole records."""
-    frames = _gzip_members(f, offset) if gzipped else _plain_records(f, offset)
-    for start, end, data in frames:
-        _check_record(data, start)
-        yield start, end, data
-
-
-def _gzip_members(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
-    """Each gzip member whole: zlib checks its trailer (CRC and length) and says where it ends. A member
-    that runs on past the record it begins (a whole file in one gzip stream) is refused as soon as it
-    does, not held in memory to its end."""
-    pending, member, start = b"", None, offset
-    while True:
-        if not pending:
-            pending = f.read(READ_BYTES)
-            if not pending:
-                if member is not None:
-                    raise _truncated(offset, start)
-                return
-        if member is None:
-            member, start, out, size, record = zlib.decompressobj(wbits=31), offset, [], 0, None
-        try:
-            out.append(member.decompress(pending))
-        except zlib.error as e:
-            raise CorruptWarc("corrupt", f"corrupt gzip member at byte {start:,} ({e})") from None
-        size += len(out[-1])
-        record = record or _record_frame(b"".join(out), start)
-        if record and size > sum(record) + HEADER_MAX:
-            raise _one_stream(start)
-        if member.eof:
-            offset += len(pending) - len(member.unused_data)
-            pending, member = member.unused_data, None
-            yield start, offset, b"".join(out)
-        else:
-            offset += len(pending)
-            pending = b""
-
-
-def _plain_records(f, offset: int) -> Iterator[tuple[int, int, bytes]]:
-    """Each record of an uncompressed WARC: its header lines, then the block its Content-Length says."""
-    while True:
-        start, head = offset, b""
-        while not head.endswith(b"\r\n\r\n"):
-            line = f.readline()
-            if not line:
-                break
-            offset += len(line)
-            if head or line.strip():
-                head += line
-            else:  # the blank lines that end the previous record
-                start = offset
-        if not head:
-            return
-        if not head.endswith(b"\r\n\r\n"):
-            raise _truncated(offset, start)
-        length = _record_frame(head, start)[1]
-        block = f.read(length)
-        offset += len(block)
-        if len(block) < length:
-            raise _truncated(offset, start)
-        yield start, offset, head + block
-
-
-def _record_frame(data: bytes, start: int) -> tuple[int, int] | None:
-    """(header bytes, declared block bytes) of the record `data` begins, or None while its header is
-    incomplete; CorruptWarc for bytes that begin no WARC record."""
-    if not data.startswith(b"WARC/"[:len(data)]):
-        raise CorruptWarc("not_warc", f"not a WARC file: it starts {data[:16]!r}") if start == 0 else CorruptWarc(
-            "corrupt", f"the record at byte {start:,} starts {data[:16]!r}, not WARC/")
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        if len(data) > HEADER_MAX:
-            raise CorruptWarc("corrupt", f"the record at byte {start:,} has no end to its header")
-        return None
-    if not (m := _CONTENT_LENGTH.search(data[:end])):
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} has no Content-Length")
-    return end + 4, int(m.group(1))
-
-
-def _check_record(data: bytes, start: int) -> None:
-    """One record, whole: a WARC header, as many bytes as its Content-Length declares, then nothing
-    but the blank lines that end it."""
-    if (frame := _record_frame(data, start)) is None:
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} ends inside its header")
-    head, length = frame
-    if len(data) - head < length:
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} declares {length:,} bytes and holds {len(data) - head:,}")
-    if data[head + length:].strip():
-        raise _one_stream(start)
-
-
-def _truncated(offset: int, start: int) -> CorruptWarc:
-    return CorruptWarc("truncated", f"truncated at byte {offset:,}, inside the record that starts at byte {start:,}")
-
-
-def _one_stream(start: int) -> CorruptWarc:
-    return CorruptWarc("one_stream", f"the gzip member at byte {start:,} holds more than one record")
-
-
 def parse_record(data: bytes, start: int):
     """warcio's record of one whole record's bytes."""
     from warcio.archiveiterator import ArchiveIterator
@@ -240,7 +109,15 @@ def parse_record(data: bytes, start: int):
     try:
         return next(iter(ArchiveIterator(io.BytesIO(data))))
     except ArchiveLoadFailed as e:
-        raise CorruptWarc("corrupt", f"the record at byte {start:,} does not parse ({' '.join(str(e).split())})") from None
+        raise CorruptWarc("corrupt", f"the record at byte {start:,} does not parse ({' '.join(str(e).split())})",
+                          at=start) from None
+
+
+SKIP_HINT = "or set inputs.on_corrupt: skip to count it as lost and go on"
+
+
+class InputFileError(Exception):
+    """An input file a task could not read whole, in one line: the file, what was found, what to do."""
 
 
 # ---------------------------------------------------------------- transient read errors
@@ -248,19 +125,20 @@ def parse_record(data: bytes, start: int):
 
 def retryable(error: BaseException | None) -> bool:
     """A transient read error: HTTP 5xx, 408 or 429 (throttling; S3 answers 503 Slow Down), a dropped
-    or reset connection, a timeout. Looked for along the causes: fsspec and s3fs raise their own
-    errors from what the server said. A library's errors are checked only once it is loaded."""
+    or reset connection, a timeout, a reply with fewer bytes than the file has left or a 416 (Range
+    Not Satisfiable) for bytes the file has (the file's size is known). Looked for along
+    the causes: fsspec and s3fs raise their own errors from what the server said. A library's errors
+    are checked only once it is loaded."""
     aiohttp, botocore = sys.modules.get("aiohttp"), sys.modules.get("botocore.exceptions")
-    while error is not None:
-        if isinstance(error, (TimeoutError, ConnectionError, http.client.IncompleteRead)):
+    for cause in causes(error):
+        if isinstance(cause, (TimeoutError, ConnectionError, http.client.IncompleteRead, ShortReply)):
             return True
-        if aiohttp and isinstance(error, (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError)):
+        if aiohttp and isinstance(cause, (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError)):
             return True
-        if botocore and isinstance(error, (botocore.HTTPClientError, botocore.ConnectionError)):
+        if botocore and isinstance(cause, (botocore.HTTPClientError, botocore.ConnectionError)):
             return True
-        if (status := http_status(error)) is not None and (status >= 500 or status in (408, 429)):
+        if (status := http_status(cause)) is not None and (status >= 500 or status in (408, 416, 429)):
             return True
-        error = error.__cause__
     return False
 
 
@@ -273,28 +151,53 @@ def http_status(error: BaseException) -> int | None:
     return response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
 
 
+def why(error: BaseException) -> str:
+    """What the server said (`HTTP 404`), or the error on one line."""
+    return next((f"HTTP {status}" for e in causes(error) if (status := http_status(e))), None) or one_line(error)
+
+
+def causes(error: BaseException | None) -> Iterator[BaseException]:
+    """The error, then what caused it, and so on."""
+    while error is not None:
+        yield error
+        error = error.__cause__
+
+
 def one_line(error: BaseException) -> str:
     """The error and what caused it, on one line."""
     text = f"{type(error).__name__}: {' '.join(str(error).split())}"
     return f"{text} (from {one_line(error.__cause__)})" if error.__cause__ is not None else text
 
 
+def pause_s(retries: ReadRetries, failures: int) -> float:
+    """The pause before the next try after `failures` failures in a row."""
+    return min(retries.max_backoff_s, retries.backoff_s * 2 ** (failures - 1))
+
+
+def ignores_ranges(error: BaseException) -> bool:
+    """fsspec's error for a server that answered a request for part of a file with all of it."""
+    return isinstance(error, ValueError) and "support range requests" in str(error)
+
+
 # ---------------------------------------------------------------- the reader
 
-# a file's outcome in its task's record: read to a record boundary at its end; not whole WARC records
-# and skipped (on_corrupt: skip); the task failed on it; the task stopped before it (or while reading it)
-READ_WHOLE, SKIPPED, FAILED, NOT_READ = "read whole", "skipped as corrupt", "failed", "not read"
+# a file's outcome in its task's record: read to its end at a record boundary; read to its end past
+# damaged records (on_corrupt: skip); not read to its end and skipped (on_corrupt: skip); the task
+# failed on it; the task stopped before it (or while reading it)
+READ_WHOLE, DAMAGED, SKIPPED, FAILED, NOT_READ = "read whole", "read around damage", "skipped", "failed", "not read"
 INPUT_FILES = "input_files"  # the folder of the per-file records, in an extraction stage's logs
 
 
 def file_record(path: str) -> dict:
-    return {"file": path, "records": 0, "retries": 0, "outcome": NOT_READ, "ended_cleanly": False, "fault": None}
+    return {"file": path, "records": 0, "retries": 0, "outcome": NOT_READ, "reason": None, "fault": None,
+            "ended_cleanly": False, "damage": [], "padding_bytes": 0, "seen": None}
 
 
 def read_input_files(folder, task: int | None = None) -> list[dict]:
-    """The per-file records the reader's tasks wrote to `folder` (a Path), or only `task`'s."""
+    """The per-file records the reader's tasks wrote to `folder` (a Path), or only `task`'s; each
+    with the `task` that wrote it."""
     files = sorted(folder.glob("*.jsonl" if task is None else f"{task:05d}.jsonl"))
-    return [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    return [json.loads(line) | {"task": int(f.stem)} for f in files for line in f.read_text().splitlines()]
 
 
 class AccountedWarcReader(WarcReader):
@@ -302,19 +205,22 @@ class AccountedWarcReader(WarcReader):
     reads every file whole or names it (module docstring).
 
     Files are opened without stream decompression so that the reader sees the gzip members and the
-    offsets are those of the compressed file (the ones Common Crawl's index uses). `retries`: the
-    experiment's `inputs.retries`, or None (no retries: the labelers' local files). `files_log`: the
-    folder of the per-file records, or None (none written).
+    offsets are those of the compressed file (the ones Common Crawl's index uses). `manifest`: the
+    input list with each file's expected size (corpus.read.manifest), or None (the size the
+    filesystem reports). `retries`: the experiment's `inputs.retries`, or None (no retries: the
+    labelers' local files). `files_log`: the folder of the per-file records, or None (none written).
     """
 
     name = "🕷 Warc (every record)"
 
-    def __init__(self, data_folder, paths_file: str | None = None, on_corrupt: str = "fail",
+    def __init__(self, data_folder, paths_file: str | None = None, manifest: str | None = None, on_corrupt: str = "fail",
                  retries: ReadRetries | None = None, files_log: str | None = None):
         super().__init__(data_folder, paths_file=paths_file)
+        self.manifest = manifest
         self.on_corrupt = on_corrupt
         self.retries = retries
         self.files_log = get_datafolder(files_log) if files_log else None
+        self.expected: dict[str, dict] = {}  # the manifest's entries, by path: loaded by the task
         self.files: dict[str, dict] = {}  # this task's per-file records, by path
         self.rank = 0
 
@@ -323,6 +229,7 @@ class AccountedWarcReader(WarcReader):
         return super().run(data, rank, world_size)
 
     def read_files_shard(self, shard: list[str]):
+        self.expected = read_manifest(self.manifest)["files"] if self.manifest else {}
         self.files = {path: file_record(path) for path in shard}
         self._save_files()  # a re-run of the task replaces the last run's records at once
         try:
@@ -332,6 +239,7 @@ class AccountedWarcReader(WarcReader):
 
     def read_file(self, filepath: str):
         entry = self.files.setdefault(filepath, file_record(filepath))
+        where = self.data_folder.resolve_paths(filepath)
         try:
             for start, data in self._whole_records(filepath, entry):
                 record = parse_record(data, start)
@@ -343,12 +251,11 @@ class AccountedWarcReader(WarcReader):
                 self.stat_update("response_records")
                 entry["records"] += 1
                 yield doc
-            entry.update(outcome=READ_WHOLE, ended_cleanly=True)
-            self.stat_update("files_read_whole")
+            entry.update(outcome=DAMAGED if entry["damage"] else READ_WHOLE, ended_cleanly=True)
+            self.stat_update("files_damaged" if entry["damage"] else "files_read_whole")
         except CorruptWarc as fault:
-            after = f", after {entry['records']:,} records" if fault.reason != "not_warc" else ""
-            entry["fault"] = f"{fault}{after}"
-            where = self.data_folder.resolve_paths(filepath)
+            after = f", after {entry['records']:,} records" if fault.reason not in ("not_warc", "missing", "changed") else ""
+            entry.update(reason=fault.reason, fault=f"{fault}{after}")
             if self.on_corrupt == "fail":
                 entry["outcome"] = FAILED
                 raise InputFileError(f"{where}: {entry['fault']}. {WHAT_TO_DO[fault.reason]}, {SKIP_HINT}") from None
@@ -360,23 +267,57 @@ class AccountedWarcReader(WarcReader):
             self._save_files()
 
     def _whole_records(self, filepath: str, entry: dict) -> Iterator[tuple[int, bytes]]:
-        """(offset, bytes) of every whole record of the file; after a transient error the file is
-        opened again at the next unread record, so no record is read twice or skipped."""
-        offset, gzipped, failures = 0, None, 0
+        """(offset, bytes) of every whole record of the file. After a transient error the file is
+        opened again at the next unread record, so no record is read twice or skipped; under
+        `on_corrupt: skip`, after a damaged record at the next record that starts after it."""
+        expected = self.expected.get(filepath, {})
+        digest = Digest() if expected.get("sha256") else None
+        offset, gzipped, failures, damaged = 0, None, 0, None  # damaged: where a damaged record starts
+        where = self.data_folder.resolve_paths(filepath)
         while True:
             try:
-                with self.data_folder.open(filepath, "rb") as f:
+                size = self._size(filepath, entry, expected)
+                at = offset if damaged is None else damaged + 1
+                with self._open_at(filepath, at, size) as f:
+                    source = Source(f, at, size, digest)
                     if gzipped is None:
-                        gzipped = warc_format(f.read(16))
-                    f.seek(offset)
-                    for start, end, data in whole_records(f, offset, gzipped):
+                        gzipped = warc_format(source.peek(16))
+                    if damaged is not None:
+                        found = next_record_start(source, gzipped)
+                        end = size if found is None else found
+                        entry["damage"][-1].update(bytes=end - damaged, records=1)
+                        logger.warning(f"{where}: {entry['damage'][-1]['fault']}: {end - damaged:,} bytes passed over, at "
+                                       f"least 1 record lost (inputs.on_corrupt: skip); the ledger names it")
+                        offset, damaged, failures = end, None, 0
+                        if found is None:
+                            break
+                        continue
+                    for start, end, data in whole_records(source, gzipped):
                         offset, failures = end, 0
-                        yield start, data
-                return
-            except Exception as error:
-                if not retryable(error):
+                        if data:
+                            yield start, data
+                        else:
+                            entry["padding_bytes"] = end - start
+                            logger.warning(f"{where}: {end - start:,} zero bytes after its last record, read as padding")
+                break
+            except CorruptWarc as fault:
+                if fault.at is None or self.on_corrupt == "fail":
                     raise
-                where, attempts = self.data_folder.resolve_paths(filepath), self.retries.attempts if self.retries else 0
+                damaged = fault.at
+                entry["damage"].append({"at": fault.at, "reason": fault.reason, "fault": str(fault), "bytes": None,
+                                        "records": None})
+            except Exception as error:
+                if ignores_ranges(error):
+                    entry.update(outcome=FAILED, fault="the server does not answer Range requests (asked for part of the "
+                                                       "file, it sent all of it)")
+                    raise InputFileError(f"{where}: {entry['fault']}, so no read can resume mid-file. Set "
+                                         "inputs.storage_options.block_size: 0 (each file streamed from its start, again "
+                                         "after an error), or mirror the files locally") from None
+                if not retryable(error):
+                    if isinstance(error, FileNotFoundError):
+                        raise CorruptWarc("missing", f"not found ({why(error)})") from None
+                    raise
+                attempts = self.retries.attempts if self.retries else 0
                 if failures == attempts:
                     entry.update(outcome=FAILED, fault=f"reading failed {failures + 1} times in a row at byte {offset:,}, after "
                                                          f"{entry['records']:,} records: {one_line(error)}")
@@ -385,9 +326,48 @@ class AccountedWarcReader(WarcReader):
                 failures += 1
                 entry["retries"] += 1
                 self.stat_update("read_retries")
-                pause = min(self.retries.max_backoff_s, self.retries.backoff_s * 2 ** (failures - 1))
+                pause = pause_s(self.retries, failures)
                 logger.warning(f"{where}: {one_line(error)}; retry {failures} of {attempts} from byte {offset:,} in {pause:g} s")
                 time.sleep(pause)
+        self._check_end(size, expected, digest, entry)
+
+    def _size(self, filepath: str, entry: dict, expected: dict) -> int | None:
+        """The file's size now, which the reader reads to; CorruptWarc when it is larger than the input
+        list records (another file), or empty where the list records bytes."""
+        info = self.data_folder.info(filepath)
+        entry["seen"] = identity(info)
+        size, want = info.get("size"), expected.get("size")
+        if size is not None and want is not None and (size > want or size == 0 < want):
+            raise CorruptWarc("changed" if size else "truncated",
+                              f"it is {size:,} bytes where the input list records {want:,}")
+        return size if size is not None else want
+
+    def _open_at(self, filepath: str, offset: int, size: int | None):
+        """The file open at `offset`: sought to, or read up to where the file cannot seek (a stream)."""
+        f = self.data_folder.open(filepath, "rb", **({"size": size} if size is not None else {}))
+        try:
+            with contextlib.suppress(ValueError, OSError, io.UnsupportedOperation):
+                f.seek(offset)
+            left = offset - f.tell()
+            while left > 0:
+                if not (chunk := f.read(min(left, 1 << 20))):
+                    raise ShortReply(offset - left, size or 0)
+                left -= len(chunk)
+        except BaseException:
+            f.close()
+            raise
+        return f
+
+    def _check_end(self, size: int | None, expected: dict, digest: Digest | None, entry: dict) -> None:
+        """The file read to its end: as long as the input list records, and with its sha256."""
+        want = expected.get("size")
+        if size is not None and want is not None and size < want:
+            boundary = "" if entry["damage"] and entry["damage"][-1]["at"] + entry["damage"][-1]["bytes"] == size else \
+                ", at a record boundary"
+            raise CorruptWarc("truncated", f"it ends at byte {size:,}{boundary}, {want - size:,} bytes before the {want:,} "
+                                           "the input list records")
+        if digest is not None and not entry["damage"] and (got := digest.hexdigest()) != expected["sha256"]:
+            raise CorruptWarc("checksum", f"its sha256 is {got}, the input list's {expected['sha256']}")
 
     def _save_files(self) -> None:
         """This task's per-file records, replaced whole (written aside, then renamed)."""

@@ -1,10 +1,11 @@
 """The embedded sample: a WARC of generated pages with known main content, plus bad records; or a
 WARC of real annotated pages (pilots and benchmarks on real HTML).
 
-`python -m corpus.sample --out DIR --pages N --seed S` writes `DIR/sample.warc.gz` and
+`python -m corpus.sample --out DIR --pages N --seed S` writes `DIR/sample.warc.gz`,
 `DIR/gold.jsonl` (one line per response record: its WARC-Record-ID, URL, template, language,
 gold main content as HTML and text, and `expect`: `extract` or the drop reason the record
-guard must give it). Same seed, same bytes. `python -m corpus.sample --out DIR --from-pages
+guard must give it) and `DIR/manifest.jsonl` (each WARC's size, sha256 and records: an
+`inputs.manifest`). Same seed, same bytes. `python -m corpus.sample --out DIR --from-pages
 PATH...` writes the pages of annotated page files (`pages.jsonl.gz`, corpus.sample.annotated) the
 same way: their HTML as responses, their gold main content (Markdown, `gold_text`) in the gold
 file. The WARC's warcinfo record says which (`pages: generated | annotated`), so a plan can tell
@@ -19,6 +20,7 @@ repetition), and pages on
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import random
@@ -236,6 +238,23 @@ def write_records(out_dir: Path, records: list[SampleRecord], rng: random.Random
             gold.write(json.dumps({"id": record_id, "url": rec.url, "expect": rec.expect, "note": rec.note, **rec.gold()},
                                   ensure_ascii=False) + "\n")
     return warc_path, gold_path
+
+
+MANIFEST = "manifest.jsonl"
+
+
+def write_manifest(out_dir: Path, warcs: list[Path]) -> Path:
+    """`out_dir/manifest.jsonl`: each WARC's path (relative to `out_dir`), size, sha256 and response
+    records (its gold lines), the manifest `inputs.manifest` takes (corpus.read.manifest): a copy of
+    these files elsewhere is then checked against what was written here."""
+    lines = []
+    for warc in warcs:
+        data = warc.read_bytes()
+        lines.append({"path": warc.relative_to(out_dir).as_posix(), "size": len(data),
+                      "sha256": hashlib.sha256(data).hexdigest(), "records": len(read_gold(warc.with_name("gold.jsonl")))})
+    path = out_dir / MANIFEST
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
 
 
 def sample_pages(fileobj) -> str | None:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The GPU check (bench/gpu_check.py): on one GPU, the 1B decoder's training speed with SDPA,
+# Transformer Engine where present and unfused attention, beside Hugging Face's LlamaForCausalLM,
+# in one table; under 8 minutes with start-up. On CPU: bash bench/gpu_check.sh --model tiny ...
+#   bash bench/gpu_check.sh [--model 1b] [--steps 15] [--global-batch 32] [--micro-batch 8] [--out-dir DIR]
+#   sbatch --gpus=1 --time=00:15:00 bench/gpu_check.sh
+set -euo pipefail
+cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
+if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+"${PYTHON:-python3}" -c "import torch, transformers, megatron.core as m; print(f\"torch {torch.__version__}, transformers {transformers.__version__}, megatron-core {m.__version__}\")"
+exec "${PYTHON:-python3}" -m bench.gpu_check "$@"
