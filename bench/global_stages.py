@@ -4,9 +4,11 @@ the paper's shape.
     python -m bench.global_stages [--scale 1.0] [--out bench/results/global_stages.json]
 
 Each stage (exact-find, minhash-buckets, minhash-cluster, budget; the tokenizer per character of
-its sample) runs alone in a fresh process on synthetic inputs of its own format at two sizes: the
-slope of peak resident memory and of CPU time between them is the stage's cost per document (the
-interpreter and libraries cancel out). `corpus/flow/fit.py` holds these figures (rounded up) and
+its sample, and per extracted document it draws the sample from) runs alone in a fresh process on
+synthetic inputs of its own format at two sizes: the slope of peak resident memory and of CPU time
+between them is the stage's cost per document (the interpreter and libraries cancel out). The
+budget's size is what it holds at once: its block and bucket sizes are set to it, over 20 token
+shards of an extractor arm and one reference shard four times that size. `corpus/flow/fit.py` holds these figures (rounded up) and
 projects them: the table's last part is `configs/paper.yaml` at 46,400 input files with the
 documents per file and the near-duplicate share a pilot would measure (assumed here: the figures
 of the README's "Running at scale").
@@ -26,13 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-STAGES = ("exact-find", "minhash-buckets", "minhash-cluster", "budget", "tokenizer")
+STAGES = ("exact-find", "minhash-buckets", "minhash-cluster", "budget", "tokenizer", "tokenizer-scan")
 SIZES = {"exact-find": (200_000, 1_000_000), "minhash-buckets": (100_000, 500_000),
-         "minhash-cluster": (200_000, 1_000_000), "budget": (20_000, 100_000), "tokenizer": (1_000_000, 4_000_000)}
-# what one unit of the size is, for memory and for time: the budget holds one of its 20 token shards at
-# a time and copies every selected token (documents of 20-600 tokens, 309.5 on average)
-MEMORY_UNIT = {"budget": ("token of one shard", 309.5 / 20), "tokenizer": ("character", 1)}
-TIME_UNIT = {"budget": ("token", 309.5), "tokenizer": ("character", 1)}
+         "minhash-cluster": (200_000, 1_000_000), "budget": (1 << 20, 1 << 22), "tokenizer": (1_000_000, 4_000_000),
+         "tokenizer-scan": (20_000, 100_000)}
+# what one unit of the size is, for memory and for time. The budget at size n holds a block of n
+# tokens and a bucket of n (2n held) and writes a budget of 6n tokens (three quarters of its 8n:
+# 20 shards of n/5 and a reference shard of 4n)
+MEMORY_UNIT = {"budget": ("token held", 2), "tokenizer": ("character", 1), "tokenizer-scan": ("extracted document", 1)}
+TIME_UNIT = {"budget": ("token", 6), "tokenizer": ("character", 1), "tokenizer-scan": ("extracted document", 1)}
 
 
 def exact_find(work: Path, n: int, write: bool):
@@ -104,28 +108,49 @@ def budget(work: Path, n: int, write: bool):
     from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
     from configs.experiment import ExperimentConfig
-    from corpus.tokens.budget import TokenBudget
+    from corpus.tokens import budget as cut
+    from corpus.tokens.budget import KEYS, TokenBudget
 
     config = ExperimentConfig.model_validate({
         "name": "bench", "output_root": str(work / "out"), "inputs": {"sample": {}}, "arms": {"a": {"extractor": "trafilatura"}},
-        "tokenizer": {"kind": "sentencepiece"}, "dataset": {"tokens_per_arm": n * 150}})
+        "tokenizer": {"kind": "sentencepiece"}, "dataset": {"tokens_per_arm": 6 * n}})
     if not write:
+        cut.BLOCK_TOKENS = cut.BUCKET_TOKENS = n
         return lambda: TokenBudget(config).run()
     rng = np.random.default_rng(0)
     tokens = config.dataset_dir("a") / "tokens"
     tokens.mkdir(parents=True)
     (config.tokenizer_dir()).mkdir(parents=True)
     (config.tokenizer_dir() / "tokenizer.json").write_text("{}")
-    for rank in range(20):
+    for rank, size in enumerate([n // 5] * 20 + [4 * n]):  # an extractor arm's shards, then a reference shard
         prefix = tokens / f"a_{rank:05d}_tokens"
+        lengths = rng.integers(20, 600, int(size / 309.5) + 1)
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=np.uint16)
-        lengths = rng.integers(20, 600, n // 20)
         for length in lengths:
             builder.add_document(np.ones(length, dtype=np.uint16), [int(length)])
         builder.finalize(f"{prefix}.idx")
-        (tokens / f"a_{rank:05d}_tokens.keys").write_bytes(rng.integers(0, 2**63, len(lengths)).astype("<u8").tobytes())
+        keys = np.zeros(len(lengths), dtype=KEYS)
+        keys["record"], keys["text"] = rng.integers(0, 2**63, len(lengths)), rng.integers(0, 2**63, len(lengths))
+        (tokens / f"a_{rank:05d}_tokens.keys").write_bytes(keys.tobytes())
         with gzip.open(tokens / f"a_{rank:05d}_tokens.ids.gz", "wt") as f:
-            f.write("".join(f"r{rank}-{i}\n" for i in range(len(lengths))))
+            f.write("".join(f"<urn:uuid:{rank:08d}-{i:027d}>\n" for i in range(len(lengths))))
+    return None
+
+
+def tokenizer_scan(work: Path, n: int, write: bool):
+    from corpus.sample.text import Prose
+    from corpus.tokens.tokenizer import arm_documents, first_by_key
+
+    if not write:
+        return lambda: first_by_key(arm_documents(work / "output", 0, lambda doc: True), 200_000)
+    rng = random.Random(0)
+    paragraphs = [Prose(rng).paragraph() for _ in range(300)]
+    (work / "output").mkdir()
+    for shard in range(10):  # documents of ~3 paragraphs, as an extraction task writes them
+        with gzip.open(work / "output" / f"{shard:05d}.jsonl.gz", "wt") as f:
+            for i in range(n // 10):
+                text = "\n\n".join(rng.sample(paragraphs, 3))
+                f.write(json.dumps({"id": f"<urn:uuid:{shard}-{i}>", "text": text, "metadata": {}}) + "\n")
     return None
 
 
@@ -143,7 +168,7 @@ def tokenizer(work: Path, chars: int, write: bool):
 
 
 BUILD = {"exact-find": exact_find, "minhash-buckets": minhash_buckets, "minhash-cluster": minhash_cluster,
-         "budget": budget, "tokenizer": tokenizer}
+         "budget": budget, "tokenizer": tokenizer, "tokenizer-scan": tokenizer_scan}
 
 
 def write_inputs(stage: str, work: Path, n: int) -> None:

@@ -121,6 +121,10 @@ class ExecutorConfig(StrictModel):
     job_name_prefix: str = "xsuite"
     # Slurm's MaxArraySize (1001 by default): a stage of more tasks is submitted as several arrays
     max_array_size: int = Field(1001, ge=1)
+    # the most array tasks the flow holds queued at once (each counts as a job against a site's
+    # per-user MaxSubmitJobs; leave room for your other jobs); null: no limit. Past it, the flow
+    # submits what fits and one job that submits the rest when that has finished (corpus/flow/submit.py)
+    max_queued_tasks: int | None = Field(None, ge=2)
 
     @model_validator(mode="before")
     @classmethod
@@ -315,6 +319,10 @@ class DatasetConfig(StrictModel):
 
     tokens_per_arm: int = Field(ge=1)
     seed: int = 0
+    # the most tokens (a document more, at most) of one file a reference arm's read stage writes: a
+    # read task's share of the tokens is split into such files, and the arm's post-processing and
+    # tokenisation run a task per file, so a corpus read in 32 tasks still gives bounded token shards
+    reference_shard_tokens: int = Field(250_000_000, ge=1)
     resources: TaskResources = TaskResources(mem_per_cpu_gb=8, time="24:00:00")
 
 
@@ -734,6 +742,16 @@ class ExperimentConfig(StrictModel):
     def reference_arms(self) -> dict[str, ReferenceArm]:
         """The arms that read an existing corpus."""
         return {name: arm for name, arm in self.arms.items() if isinstance(arm, ReferenceArm)}
+
+    def document_resources(self, arm: str) -> Resources:
+        """The tasks of an arm's per-document stages after its extraction or read (post-processing,
+        tokenisation): `postprocess.resources`, and for a reference arm one task per file its read
+        stage writes (`ReferenceArm.files_written`)."""
+        resources = self.postprocess.resources
+        if arm in self.extractor_arms:
+            return resources
+        files = self.reference_arms[arm].files_written(self.dataset)
+        return resources.model_copy(update={"tasks": files, "workers": min(resources.workers, files)})
 
     def tokenizer_arms(self) -> list[str]:
         """The arms whose text trains the tokenizer: the extractors, bounds and references aside,

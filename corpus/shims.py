@@ -24,6 +24,37 @@ def fasttext_model(path: str):
     return _FastText(path)
 
 
+def prepare_arrays(executor, ranks: list[int]) -> str:
+    """What datatrove 0.10.1's `SlurmPipelineExecutor.launch_job` writes before it submits, for the
+    given ranks only: the pickled executor, `ranks_to_run.json` (array task i of the array
+    submitted with RUN_OFFSET=k runs rank `ranks[i + k * max_array_size]`) and the launch script;
+    returns the script. `launch_job` itself submits every incomplete rank with one throttle for
+    every array, so the submission of part of a stage, and of a throttle per array, is ours."""
+    import json
+    from copy import deepcopy
+
+    import dill
+    from dill import CONTENTS_FMODE
+
+    with executor.logging_dir.open("executor.pik", "wb") as f:
+        dill.dump(deepcopy(executor), f, fmode=CONTENTS_FMODE)
+    executor.save_executor_as_json()
+    with executor.logging_dir.open("ranks_to_run.json", "w") as f:
+        json.dump(ranks, f)
+    script = executor.get_launch_file_contents(
+        executor.get_sbatch_args(min(len(ranks), executor.max_array_size)),
+        f"srun -l -n {executor.nodes_per_task} launch_pickled_pipeline {executor.logging_dir.resolve_paths('executor.pik')}")
+    with executor.logging_dir.open("launch_script.slurm", "w") as f:
+        f.write(script)
+    return script
+
+
+def array_args(index: int, tasks: int, throttle: int) -> list[str]:
+    """sbatch arguments of the `index`-th array of a stage prepared by `prepare_arrays`: its
+    offset into `ranks_to_run.json` (datatrove's RUN_OFFSET), its size and its `%N` throttle."""
+    return [f"--export=ALL,RUN_OFFSET={index}", f"--array=0-{tasks - 1}%{throttle}"]
+
+
 # ---------------------------------------------------------------- mineru-html 1.1.2
 
 

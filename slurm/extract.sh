@@ -7,6 +7,9 @@
 #                                      (partition, GPUs, tasks, time from the config)
 # Re-running skips the tasks that finished (datatrove completion markers under each logs/); an input
 # file a task skipped (inputs.on_corrupt: skip) is read again once replaced, or with --retry-skipped.
+# On Slurm a re-run is refused while jobs it submitted before are queued or running (it prints the
+# scancel command); past executor.max_queued_tasks it submits what fits and a job that runs this
+# script again for the rest.
 # With a plan (python -m corpus.flow.plan CONFIG), a config projected to fall short of the token budget
 # is refused before any work; `... extract.sh CONFIG --allow-short` runs it anyway.
 #SBATCH --job-name=xsuite-extract

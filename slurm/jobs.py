@@ -53,11 +53,13 @@ def render(job: BatchJob, config: ExperimentConfig) -> str:
     return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {REPO}", env, job.commands.strip(), ""])
 
 
-def sbatch(script: Path) -> str:
-    """Submit a job script; returns the job id. The launcher job's own SLURM_* variables stay out
-    (its --mem-per-cpu would clash with the job's --mem); SLURM_CONF says which cluster."""
+def sbatch(script: Path, options: list[str] = (), args: list[str] = ()) -> str:
+    """Submit a job script (sbatch `options` before it, the script's `args` after it); returns the
+    job id. The launcher job's own SLURM_* variables stay out (its --mem-per-cpu would clash with
+    the job's --mem); SLURM_CONF says which cluster."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k == "SLURM_CONF"}
-    out = subprocess.run(["sbatch", "--parsable", str(script)], check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(["sbatch", "--parsable", *options, str(script), *args], check=True, capture_output=True, text=True,
+                         env=env)
     return out.stdout.strip().split(";")[0]
 
 

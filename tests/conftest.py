@@ -62,6 +62,19 @@ def damaged_in_the_middle(data: bytes) -> tuple[bytes, int, int]:
     return bytes(damaged), middle, after
 
 
+def split_warc(warc, out_dir, files: int) -> list[str]:
+    """The records of `warc` dealt round-robin into `files` WARC files (each record's gzip member
+    copied byte for byte)."""
+    data = warc.read_bytes()
+    starts = member_starts(data)
+    members = list(zip(starts, [*starts[1:], len(data)], strict=True))
+    out_dir.mkdir()
+    paths = [out_dir / f"part-{i:02d}.warc.gz" for i in range(files)]
+    for i, path in enumerate(paths):
+        path.write_bytes(b"".join(data[start:end] for start, end in members[i::files]))
+    return [str(p) for p in paths]
+
+
 def make_config(output_root: Path, warc: Path, arms: dict, **extra) -> ExperimentConfig:
     return ExperimentConfig.model_validate(
         {"name": "test", "output_root": str(output_root), "inputs": {"warc": [str(warc)]}, "arms": arms, **extra}

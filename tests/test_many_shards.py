@@ -7,32 +7,14 @@ import gzip
 import json
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
-from conftest import make_config
+from conftest import make_config, split_warc
 from corpus.flow.run import run_corpus
 from corpus.sample import write_sample
 
 pytestmark = pytest.mark.slow
 ARMS = {"traf": {"extractor": "trafilatura"}, "page": {"extractor": "html2text"}}
 FILES = 16
-
-
-def split_warc(warc, out_dir, files: int) -> list[str]:
-    """The records of `warc` dealt round-robin into `files` WARC files (each record's gzip member
-    copied byte for byte)."""
-    data = warc.read_bytes()
-    members = []
-    with open(warc, "rb") as f:
-        records = ArchiveIterator(f)
-        for record in records:
-            record.content_stream().read()
-            members.append((records.get_record_offset(), records.get_record_length()))
-    out_dir.mkdir()
-    paths = [out_dir / f"part-{i:02d}.warc.gz" for i in range(files)]
-    for i, path in enumerate(paths):
-        path.write_bytes(b"".join(data[start:start + length] for start, length in members[i::files]))
-    return [str(p) for p in paths]
 
 
 def ids(folder) -> set[str]:

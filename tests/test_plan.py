@@ -11,8 +11,9 @@ import yaml
 from configs.experiment import load_experiment
 from corpus.accounting.ledger import arm_ledger, rows_by_name
 from corpus.extractors.trafilatura.releases import installed_release
-from corpus.flow.plan import check_plan, verdict, yield_interval
+from corpus.flow.plan import check_plan, folder_bytes, verdict, yield_interval
 from corpus.flow.plan import main as plan_main
+from corpus.flow.stages import corpus_stages
 from corpus.read.inputs import resolve_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,6 +70,9 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     assert plan["costs"]["totals"]["gpu_hours"] > 0
     assert {n["stage"] for n in plan["global_stages"]} == {"exact-find", "minhash-buckets", "minhash-cluster", "tokenizer",
                                                            "budget"}
+    footprint = plan["footprint"]
+    assert footprint["fits"] is not None and footprint["submissions"] == 1  # no queue limit: one submission
+    assert next(r for r in footprint["stages"] if r["stage"] == "minhash-buckets-trafilatura")["temporary_bytes"] > 0
 
     # the same inputs against a budget they cannot reach: plan exits 1, extract refuses
     short_path = write(tmp_path / "short.yaml", experiment(root, 5_000_000))
@@ -90,6 +94,13 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
         tokens = rows_by_name(arm_ledger(config, arm))["minhash"]["tokens_out"]
         projected = plan["verdict"]["arms"][arm]["projected_tokens"]
         assert projected["low"] <= tokens <= projected["high"], (arm, tokens, projected)
+    # and each stage's storage, projected from 3 files to 6, is what the run wrote, within the files' spread
+    stages = corpus_stages(config, *resolve_inputs(config))
+    projected = {r["stage"]: r["final_bytes"] for r in footprint["stages"]}
+    for stage in stages:
+        if stage.outputs and stage.name not in ("tokenizer", "budget"):
+            written = sum(folder_bytes(folder) for folder in stage.outputs)
+            assert 0.5 * projected[stage.label] <= written <= 2 * projected[stage.label], (stage.label, written)
 
 
 def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_path):
@@ -122,14 +133,24 @@ def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_pat
 
 
 def pilot_arm(extracted: int, near: int, final: int, clustered: float, files: int = 4) -> dict:
-    """A pilot's figures for one arm: documents per file entering each ledger row, and the CPU
-    seconds per document of its whole-arm stages (those of bench.global_stages)."""
+    """A pilot's figures for one arm: documents per file entering each ledger row, the CPU seconds
+    per document of its whole-arm stages (those of bench.global_stages), and the bytes each stage
+    wrote (~4 kB a document of text)."""
     rows = [{"stage": "extraction", "documents_in": 30_000, "documents_out": extracted},
             {"stage": "MinHash dedup", "documents_in": near, "documents_out": final}]
+    text = 4_000 * files
     return {"files": [{"stages": rows, "documents": final, "tokens": final * 1_500}] * files,
             "clustered": int(clustered * near * files),
             "stage_cpu_seconds": {"exact-find": 3e-6 * extracted * files, "minhash-buckets": 3e-6 * near * files,
-                                  "minhash-cluster": 4e-6 * clustered * near * files}}
+                                  "minhash-cluster": 4e-6 * clustered * near * files},
+            "bytes": {"extracted": text * extracted, "post_processed": text * final},
+            "signature_bytes": 14 * 68 * near * files,
+            "stage_bytes": {"exact-signatures": 48 * extracted * files, "exact-find": 1_000, "filter": text * near,
+                            "minhash-signatures": 14 * 68 * near * files, "minhash-buckets": 100 * near * files,
+                            "minhash-cluster": 4 * near * files, "minhash-filter": text * final}}
+
+
+PAPER_PILOT = {"arms": {"trafilatura": pilot_arm(26_000, 9_000, 7_500, 0.1), "dripper": pilot_arm(25_000, 8_500, 7_000, 0.1)}}
 
 
 def test_the_paper_config_fits_its_nodes_at_the_paper_shape_and_a_small_node_is_named():
@@ -137,7 +158,7 @@ def test_the_paper_config_fits_its_nodes_at_the_paper_shape_and_a_small_node_is_
     from corpus.flow.fit import global_stage_needs, what_does_not_fit
 
     config = load_experiment(REPO / "configs" / "paper.yaml")
-    pilot = {"arms": {"trafilatura": pilot_arm(26_000, 9_000, 7_500, 0.1), "dripper": pilot_arm(25_000, 8_500, 7_000, 0.1)}}
+    pilot = PAPER_PILOT
     needs = {n["stage"]: n for n in global_stage_needs(config, pilot, input_files=46_400)}
     assert what_does_not_fit(list(needs.values())) == []
     cluster = needs["minhash-cluster"]  # the pilot's 10% raised to the assumed share of near duplicates at scale
@@ -150,6 +171,30 @@ def test_the_paper_config_fits_its_nodes_at_the_paper_shape_and_a_small_node_is_
     problems = what_does_not_fit(global_stage_needs(small, pilot, input_files=46_400))
     assert any(p.startswith("minhash-cluster needs") and "postprocess.minhash.cluster_resources" in p for p in problems)
     assert any(p.startswith("minhash-buckets would hold 2,900 files open") for p in problems)
+
+
+def test_the_paper_config_is_projected_whole_reference_arms_queue_and_storage(tmp_path):
+    from corpus.flow.fit import global_stage_needs, what_does_not_fit
+    from corpus.flow.storage import stage_footprint
+
+    config = load_experiment(REPO / "configs" / "paper.yaml")
+    paths = tmp_path / "warc_paths.txt"
+    paths.write_text("".join(f"crawl-data/{i}.warc.gz\n" for i in range(46_400)))
+    stages = corpus_stages(config, config.inputs.common_crawl.base_url, paths)
+    footprint = stage_footprint(config, stages, PAPER_PILOT, 46_400, 32_000)
+    rows = {r["stage"]: r for r in footprint["stages"]}
+    assert set(rows) == {stage.label for stage in stages}
+    # a reference arm: 32 read tasks, each writing its 2.36e9 tokens in files of 250M: 320 tokenisation tasks
+    assert rows["read-fineweb"]["tasks"] == 32 and rows["tokenize-fineweb"]["tasks"] == 32 * 10
+    assert rows["tokenize-fineweb"]["final_bytes"] == pytest.approx(1.2 * 63e9 * 2, rel=0.1)
+    assert rows["minhash-buckets-dripper"]["temporary_bytes"] > 0.5 * rows["minhash-signatures-dripper"]["final_bytes"]
+    # the queue: never more than the site allows at once, every task submitted
+    assert footprint["largest_submission"] <= config.executor.max_queued_tasks
+    assert footprint["tasks"] == sum(stage.tasks for stage in stages) and footprint["submissions"] > 1
+    # every stage that sees a whole arm fits its configured node, the budget with a reference shard included
+    needs = {n["stage"]: n for n in global_stage_needs(config, PAPER_PILOT, input_files=46_400)}
+    assert what_does_not_fit(list(needs.values())) == []
+    assert "250,000,000 tokens" in needs["budget"]["unit"] and needs["budget"]["memory_gb"] <= 8
 
 
 SHARED_SETS = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction"

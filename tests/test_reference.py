@@ -23,6 +23,7 @@ from corpus.tokens.budget import manifest_path
 
 BUDGET = 3000
 CORPUS_DOCS = 400
+SHARD_TOKENS = 1000  # a reference arm's files: its 1.2 x 3000 tokens (one read task) in four
 
 
 def corpus_rows(seed: int) -> list[dict]:
@@ -32,11 +33,11 @@ def corpus_rows(seed: int) -> list[dict]:
 
 
 def write_corpora(root):
-    """The same kind of rows as two Parquet files, a JSONL.gz and a dataset folder."""
+    """The same kind of rows as three Parquet files, a JSONL.gz and a dataset folder."""
     (root / "parquet").mkdir(parents=True)
     rows = corpus_rows(1)
-    for part in range(2):
-        pq.write_table(pa.Table.from_pylist(rows[part::2]), root / "parquet" / f"part-{part}.parquet")
+    for part in range(3):
+        pq.write_table(pa.Table.from_pylist(rows[part::3]), root / "parquet" / f"part-{part}.parquet")
     with gzip.open(root / "corpus.jsonl.gz", "wt") as f:
         f.writelines(json.dumps({"text": r["content"], "id": r["doc_id"], "url": r["url"]}) + "\n" for r in corpus_rows(2))
     (root / "hub").mkdir()
@@ -58,7 +59,7 @@ def arms(root, sample_dir) -> dict:
 
 def experiment(root, sample_dir, **sections) -> dict:
     return {"tokenizer": {"kind": "sentencepiece", "vocab_size": 600, "sample_chars_per_arm": 20000},
-            "dataset": {"tokens_per_arm": BUDGET, "seed": 0},
+            "dataset": {"tokens_per_arm": BUDGET, "seed": 0, "reference_shard_tokens": SHARD_TOKENS},
             "postprocess": {"safety": {"banned_domains": ["blocked.example.com"]},
                             "minhash": {"num_buckets": 4, "hashes_per_bucket": 4}}, **sections}
 
@@ -90,9 +91,36 @@ def test_reference_arms_read_only_what_the_budget_needs(flow):
         assert read["tokens_out"] >= 1.2 * BUDGET
         assert read["documents_in"] < CORPUS_DOCS / 4, read
         assert read["documents_in"] == read["documents_out"]
-    # the seed orders the files: the draw starts in one of the two Parquet files, not both
+    # the seed orders the files: the draw starts in one of the three Parquet files
     ids = output_docs(flow.post_dir("parquet") / "output")
-    assert len({int(i.split("-")[-1]) % 2 for i in ids}) == 1
+    assert len({int(i.split("-")[-1]) % 3 for i in ids}) == 1
+
+
+def test_a_reference_arm_is_tokenised_in_bounded_shards_a_task_each(flow):
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    from corpus.flow.stages import corpus_stages
+    from corpus.read.inputs import resolve_inputs
+
+    stages = {stage.label: stage for stage in corpus_stages(flow, *resolve_inputs(flow))}
+    for arm in ("parquet", "jsonl", "hub"):
+        # one read task's 1.2 x 3,000 tokens (2 x with post-processing) in files of 1,000, each past
+        # it by a document at most: 4 files (6), or one fewer where the documents fall that way
+        files = flow.reference_arms[arm].files_written(flow.dataset)
+        assert files == (6 if arm == "jsonl" else 4)
+        read_files = sorted((flow.post_dir(arm) if arm != "jsonl" else flow.arm_dir(arm)).joinpath("output").glob("*.jsonl.gz"))
+        assert files - 1 <= len(read_files) <= files, arm
+        assert [p.name for p in read_files] == [f"00000_{n:05d}.jsonl.gz" for n in range(len(read_files))]
+        # a task per file, in post-processing (jsonl) and tokenisation alike
+        assert stages[f"tokenize-{arm}"].tasks == files
+        if arm == "jsonl":
+            assert stages["exact-signatures-jsonl"].tasks == stages["minhash-filter-jsonl"].tasks == files
+        shards = [p for p in sorted((flow.dataset_dir(arm) / "tokens").glob("*.idx")) if p.with_suffix(".bin").stat().st_size]
+        assert len(shards) <= len(read_files)  # post-processing (jsonl) may empty a file
+        for shard in shards:
+            dataset = IndexedDataset(str(shard.with_suffix("")))  # held: megatron unmaps the index when it goes
+            lengths = dataset.sequence_lengths.copy()
+            assert lengths.sum() - lengths[-1] < SHARD_TOKENS, (arm, shard.name)  # full only with its last document
 
 
 def test_ledger_follows_reference_arms_from_where_they_join(flow):

@@ -1,6 +1,6 @@
-"""Running the corpus flow's stages: here, one after the other (datatrove's local executor with a
-bar per stage and a closing line per part: corpus.flow.progress), or on Slurm (every stage a job
-array that starts when the stages it needs have finished)."""
+"""Running the corpus flow's stages here, one after the other (datatrove's local executor with a
+bar per stage and a closing line per part: corpus.flow.progress), and what a re-run forgets
+first; on Slurm they are submitted by corpus.flow.submit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-from datatrove.executor import SlurmPipelineExecutor
 from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
@@ -99,47 +98,6 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     written = counters(find_step(steps, JsonlWriter))
     tokens = f", {written['doc_len_tokens']:,} tokens" if "doc_len_tokens" in written else ""
     return f"{n_in} → {written.get('total', 0)} documents{tokens}"
-
-
-class StageArrays(SlurmPipelineExecutor):
-    """datatrove's Slurm executor without its merge_stats job: the ledger reads every task's own
-    stats, and a stage that waited on that job would be held for good if it failed."""
-
-    def launch_merge_stats(self) -> None:
-        return None
-
-
-def submit_slurm(config: ExperimentConfig, stages: list[Stage]) -> dict[str, list[str]]:
-    """Submit every stage as job arrays that wait for every array of every stage they need
-    (`afterok`: a failed task holds everything after it); returns each stage's job ids (none:
-    every task already done). A stage of more tasks than `max_array_size` is several arrays
-    (datatrove names only the last; every one is recorded here), launched together, each running
-    its share of the stage's `workers` at once."""
-    from datatrove.executor.slurm import default_job_id_retriever
-
-    job_ids: dict[str, list[str]] = {}
-    for stage in stages:
-        res = stage.resources
-        arrays: list[str] = []
-
-        def record(output: str, arrays: list[str] = arrays) -> str:
-            arrays.append(default_job_id_retriever(output, -1))
-            return arrays[-1]
-
-        needs = [job for need in stage.needs for job in job_ids.get(need, [])]
-        count = -(-max(stage.tasks - len(completion_times(stage)), 1) // config.executor.max_array_size)
-        executor = StageArrays(
-            stage.pipeline, tasks=stage.tasks, workers=max(1, res.workers // count), time=res.time,
-            partition=res.partition, cpus_per_task=res.cpus_per_task, mem_per_cpu_gb=res.mem_per_cpu_gb,
-            gpus_per_task=res.gpus_per_task, qos=res.qos, job_name=f"{config.executor.job_name_prefix}-{stage.label}",
-            env_command=config.executor.env_command, logging_dir=str(stage.logs),
-            slurm_logs_folder=str(stage.logs / "slurm_logs"), skip_completed=True,
-            depends_job_id=":".join(needs) or None, max_array_size=config.executor.max_array_size,
-            max_array_launch_parallel=True, job_id_retriever=record,
-        )
-        executor.run()
-        job_ids[stage.label] = arrays
-    return job_ids
 
 
 def completion_times(stage: Stage) -> list[float]:

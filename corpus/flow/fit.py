@@ -2,7 +2,9 @@
 
 Per-document stages grow with tasks; these do not: exact dedup's finder tasks (a hash range of the
 arm's documents each), MinHash's bucket tasks (every document once per bucket) and its one
-clustering task, the tokenizer (its sample) and the budget (every arm, one token shard at a time).
+clustering task, the tokenizer (its sample) and the budget (every arm, a block of a token shard
+and a bucket of its output at a time: `corpus.tokens.budget`; the largest shard is an extractor
+arm's post-processed file or a reference arm's file of `dataset.reference_shard_tokens`).
 From a pilot's documents per input file at each stage, its CPU seconds per document of the stages
 it runs, and the memory per document `python -m bench.global_stages` measured (rounded up), this
 projects every such stage's memory and time per task at the configured number of input files and
@@ -16,19 +18,21 @@ import math
 
 from configs.experiment import ExperimentConfig
 from corpus.postprocess.steps import output_step
+from corpus.tokens import budget
 
 MINHASH = output_step().title  # the ledger row of the documents MinHash sees
 
 GB = 2**30
 BASE_GB = 1.0  # what a task holds before its documents: interpreter, libraries, buffers
-# Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 22 and 0.4 bytes, rounded up
+# Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 5.5 and 0.4 bytes, rounded up
 # ~1.5x; README, "Running at scale"): a document of the stage's input (exact-find: of its hash range;
 # minhash-buckets: of one batch of signature files; minhash-cluster: in a near-duplicate pair), a
-# token of one shard (budget), a character of the sample (tokenizer).
-BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 35, "tokenizer": 1}
-# CPU seconds per unit of the stages a pilot does not run (the same bench: 0.006 µs a token the
-# budget copies, 0.03 µs a character of the tokenizer's sample, rounded up).
-SECONDS_PER_UNIT = {"budget": 1e-8, "tokenizer": 5e-8}
+# token the budget holds at once (`budget_tokens_held`), a character of the sample (tokenizer).
+BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 8, "tokenizer": 1}
+# CPU seconds per unit of the stages a pilot does not run (the same bench, rounded up: 0.020 µs a
+# token the budget writes and puts in order, 0.03 µs a character of the tokenizer's sample, 13 µs
+# an extracted document the tokenizer draws its sample from).
+SECONDS_PER_UNIT = {"budget": 3e-8, "tokenizer": 5e-8, "tokenizer-scan": 2e-5}
 OPEN_FILES = 1024  # a common soft limit (ulimit -n)
 
 
@@ -75,16 +79,34 @@ def global_stage_needs(config: ExperimentConfig, pilot: dict, input_files: int) 
         _row("minhash-cluster", 1, biggest["clustered"], seconds["minhash-cluster"] * biggest["clustered"],
              post.minhash.cluster_resources, "postprocess.minhash.cluster_resources", "documents in near-duplicate pairs"),
     ]
-    if config.tokenizer is not None:
-        chars = config.tokenizer.sample_chars_per_arm * len(config.tokenizer_arms()) \
-            if config.tokenizer.kind == "sentencepiece" else 0
-        rows.append(_row("tokenizer", 1, chars, SECONDS_PER_UNIT["tokenizer"] * chars, config.tokenizer.resources,
+    if config.tokenizer is not None and config.tokenizer.kind == "sentencepiece":
+        chars = config.tokenizer.sample_chars_per_arm * len(config.tokenizer_arms())
+        scanned = biggest["extracted"] * len(config.tokenizer_arms())  # every extracted document is drawn from
+        rows.append(_row("tokenizer", 1, chars, SECONDS_PER_UNIT["tokenizer"] * chars
+                         + SECONDS_PER_UNIT["tokenizer-scan"] * scanned, config.tokenizer.resources,
                          "tokenizer.resources", "characters of its sample"))
     if config.dataset is not None:
-        tokens = config.dataset.tokens_per_arm * len(config.arms)  # every arm's selected tokens, copied
-        rows.append(_row("budget", 1, biggest["final_tokens"] / post.resources.tasks, SECONDS_PER_UNIT["budget"] * tokens,
-                         config.dataset.resources, "dataset.resources", "tokens of one token shard"))
+        shard = largest_token_shard(config, biggest["final_tokens"])
+        tokens = config.dataset.tokens_per_arm * len(config.arms)  # every arm's selected tokens, written and put in order
+        rows.append(_row("budget", 1, budget_tokens_held(shard, config.dataset.tokens_per_arm),
+                         SECONDS_PER_UNIT["budget"] * tokens, config.dataset.resources, "dataset.resources",
+                         f"tokens held: a block of a shard (the largest {shard:,.0f} tokens) and a bucket"))
     return rows
+
+
+def largest_token_shard(config: ExperimentConfig, extractor_arm_tokens: float) -> float:
+    """Tokens of the largest token shard: an extractor arm's post-processed file, or a reference
+    arm's file of `dataset.reference_shard_tokens` (its read task's share, where that is less)."""
+    shards = [extractor_arm_tokens / config.postprocess.resources.tasks]
+    for arm in config.reference_arms.values():
+        share = arm.token_quota(config.dataset.tokens_per_arm, arm.resources.tasks)
+        shards.append(min(share, config.dataset.reference_shard_tokens))
+    return max(shards)
+
+
+def budget_tokens_held(shard_tokens: float, tokens_per_arm: int) -> float:
+    """What the budget holds at once: a block of a shard, and a bucket of an arm's output."""
+    return min(shard_tokens, budget.BLOCK_TOKENS) + min(tokens_per_arm, budget.BUCKET_TOKENS)
 
 
 def _row(stage: str, tasks: int, units: float, cpu_seconds: float, resources, key: str, unit: str,

@@ -18,7 +18,9 @@ verdict on the token budget.
 3. **Projection.** Tokens per input file after post-processing, mean and a `plan.confidence`
    t-interval over the pilot files; input files each arm needs to reach `dataset.tokens_per_arm`
    (the binding arm decides); CPU-hours, GPU-hours and wall time on the configured resources for
-   extraction, post-processing, training and evaluation; storage per stage; totals.
+   extraction, post-processing, training and evaluation; per stage of the corpus flow, the Slurm
+   array tasks it queues (and the submissions `executor.max_queued_tasks` makes of them) and its
+   final and temporary storage, against the output root's free space (corpus.flow.storage); totals.
 4. **Verdict.** When the configured inputs are projected to fall short of the budget (the
    interval's lower bound), `plan` exits 1 and says how many files (per snapshot, for Common
    Crawl) are needed. `slurm/extract.sh` checks the latest plan before it starts.
@@ -54,6 +56,7 @@ from corpus.extractors.prefilters import LANGUAGE_PREFILTER
 from corpus.flow.execute import run_local
 from corpus.flow.fit import global_stage_needs, what_does_not_fit
 from corpus.flow.stages import corpus_stages
+from corpus.flow.storage import stage_footprint
 from corpus.postprocess.minhash import MinhashClusters
 from corpus.read.inputs import local_paths, resolve_inputs
 from corpus.sample import sample_pages
@@ -162,6 +165,8 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
             "stage_cpu_seconds": {s.name: stage_cpu_seconds(s.logs) for s in post_stages},
             # documents in a near-duplicate pair: what MinHash's clustering holds
             "clustered": counters(find_step(clusters, MinhashClusters)).get("duplicates", 0) if clusters else 0,
+            "stage_bytes": {s.name: sum(folder_bytes(folder) for folder in s.outputs) for s in post_stages},
+            "signature_bytes": folder_bytes(post_dir / "minhash" / "signatures"),
             "bytes": {"extracted": folder_bytes(pilot.arm_dir(name) / "output"),
                       "intermediate": sum(folder_bytes(post_dir / d) for d in ("filtered", "exact", "minhash")),
                       "removed": folder_bytes(post_dir / "removed"),
@@ -445,6 +450,7 @@ def make_plan(config: ExperimentConfig, config_path: str, n_pilot: int | None = 
             "rates": r, "yield_per_file": yields, "confidence": config.plan.confidence, "verdict": v,
             "costs": costs(config, pilot, r, len(paths), vocab), "labelers": labeler_lines(config, pilot, r, len(paths)),
             "global_stages": global_stage_needs(config, pilot, len(paths)),
+            "footprint": stage_footprint(config, corpus_stages(config, base, paths_file), pilot, len(paths), vocab),
             "caveat": "deduplication removes more at full scale than within the pilot's files: "
                       "the yield is an upper estimate where duplicates span files"}
 
@@ -526,6 +532,7 @@ def print_plan(plan: dict) -> None:
     console.print(g)
     for warning in what_does_not_fit(plan["global_stages"]):
         console.print(f"WARNING: {warning}")
+    print_footprint(console, plan["footprint"])
     for arm, line in plan["labelers"].items():
         tokens, source = line["prompt_tokens_per_page"]
         gpu = (f"; at {line['prompt_tokens_per_gpu_s'][0]:,.0f} prompt tokens/s per GPU ({line['prompt_tokens_per_gpu_s'][1]}): "
@@ -545,6 +552,34 @@ def print_plan(plan: dict) -> None:
                       "do not represent Common Crawl. Pilot on real pages: python -m corpus.sample --out DIR "
                       "--from-pages ../shared/data/extraction/*/pages.jsonl.gz --files 4, then --pilot-warc DIR/*/sample.warc.gz")
     console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))
+
+
+def print_footprint(console, footprint: dict) -> None:
+    from rich.table import Table
+
+    f = Table(title="Per stage: Slurm array tasks queued, and storage (final: what stays; temporary: held while it runs)")
+    for col in ("stage", "tasks", "final", "temporary", "note"):
+        f.add_column(col, justify="left" if col in ("stage", "note") else "right")
+    for r in footprint["stages"]:
+        f.add_row(r["stage"], f"{r['tasks']:,}", _bytes(int(r["final_bytes"])),
+                  _bytes(int(r["temporary_bytes"])) if r["temporary_bytes"] else "-", r["note"])
+    f.add_row("total", f"{footprint['tasks']:,}", _bytes(int(footprint["final_bytes"])),
+              _bytes(int(footprint["temporary_bytes"])), "")
+    console.print(f)
+    limit = footprint["max_queued_tasks"]
+    if limit is None:
+        console.print(f"queue: all {footprint['tasks']:,} array tasks at once (executor.max_queued_tasks unset): past "
+                      "most sites' per-user job limit (MaxSubmitJobs); set it to what yours allows")
+    else:
+        console.print(f"queue: {footprint['tasks']:,} array tasks in {footprint['submissions']:,} submissions of at most "
+                      f"{footprint['largest_submission']:,} (executor.max_queued_tasks = {limit:,}), each made by a "
+                      "job of the one before once its tasks have finished")
+    need = footprint["final_bytes"] + footprint["temporary_bytes"]
+    if footprint["free_bytes"] is None:
+        console.print(f"storage: {_bytes(int(need))} at most; the output root's free space could not be read here")
+    else:
+        console.print(("storage: " if footprint["fits"] else "WARNING: storage: ") + f"{_bytes(int(need))} at most, "
+                      f"{_bytes(int(footprint['free_bytes']))} free on the file system of {footprint['free_on']}")
 
 
 def main(argv: list[str] | None = None) -> int:

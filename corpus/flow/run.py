@@ -10,7 +10,8 @@ record accounted for; a reference-corpus arm's read logs), `tokenizer/`, `post/<
 `.bin/.idx`) and `datasets/manifest.json`. With `--executor local` (the default; `bash
 slurm/extract.sh`) the stages run here in order and a re-run skips finished tasks; with
 `--executor slurm` (`sbatch slurm/extract.sh`) every stage is submitted as a job array that waits
-for the stages it needs. Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
+for the stages it needs, within the site's limits, and never while jobs of an earlier submission
+are queued or running (corpus.flow.submit). Where `python -m corpus.flow.plan CONFIG` has written a plan, its per-file
 yields are checked against the config's inputs and budget first: a run projected to fall short is
 refused before any work, unless `--allow-short`. An input file a finished task skipped (`inputs.on_corrupt:
 skip`) is read again once it was replaced, or with `--retry-skipped`, and every stage built on its task
@@ -28,12 +29,13 @@ from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
-from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_folder, submit_slurm
+from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_folder
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
+from corpus.flow.submit import CONTINUE, SubmissionRefused, check_nothing_queued, submit_slurm
 from corpus.read.inputs import files_to_read_again, resolve_inputs
 from corpus.read.warc import InputFileError
-from corpus.stage import rerun_task
+from corpus.stage import rerun_task, unfinished_tasks
 from corpus.tokens.budget import BudgetError, budget_is_stale
 from slurm.console import add_verbose_flag, apply_verbose_flag, say
 
@@ -47,6 +49,8 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     From a script, call it under `if __name__ == "__main__":`: the local executor's worker
     processes import the calling script again, and without the guard they hang the run."""
     check_output_root(config.output_root)
+    if executor == "slurm":  # before anything is forgotten or written: the jobs queued may still read it
+        check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
     for file, tasks in files_to_read_again(config, base, retry_skipped).items():
         for arm, task in tasks:
@@ -68,8 +72,12 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         if warning := write_provenance(folder, config, "corpus"):
             say(f"warning: {warning}")
     if executor == "slurm":
-        for label, jobs in submit_slurm(config, stages).items():
-            print(f"{label}: {'job ' + ', '.join(jobs) if jobs else 'done already'}")
+        jobs = submit_slurm(config, stages, until, arms)
+        for stage in stages:
+            print(f"{stage.label}: " + ("job " + ", ".join(jobs[stage.label]) if jobs[stage.label] else "done already"
+                                        if not unfinished_tasks(stage.logs, stage.tasks) else "in a later submission"))
+        if CONTINUE in jobs:
+            print(f"the rest (past executor.max_queued_tasks): job {jobs[CONTINUE][0]} submits it when these have finished")
         return []
     run_local(config, stages)
     summaries = []
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short, args.retry_skipped)
-    except (BudgetError, ShortInputs, ConfigError) as e:
+    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     except InputFileError:  # its one line is on the console already, with the log's path

@@ -73,6 +73,12 @@ def _merged_dtype(config: MinhashConfig) -> np.dtype:
     return np.dtype([("tag", "<u4"), *[(n, signature[n]) for n in signature.names[:-1]], ("shard", "<u4"), ("doc", "<u4")])
 
 
+def merged_bytes_per_signature_byte(config: MinhashConfig) -> float:
+    """Bytes a bucket task's merged batches take per byte of the signature files it merges (each
+    record gains its snapshot tag and shard): its temporary files, removed when it ends."""
+    return _merged_dtype(config).itemsize / _signature_dtype(config).itemsize
+
+
 class MinhashBuckets(PipelineStep):
     """One task per bucket: the duplicate pairs of the bucket, in datatrove's `.dups` format."""
 

@@ -42,7 +42,7 @@ def postprocessed_arms(config: ExperimentConfig) -> list[str]:
 
 def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
     post, post_dir = config.postprocess, config.post_dir(arm)
-    logs, res = post_dir / "logs", post.resources
+    logs, res = post_dir / "logs", config.document_resources(arm)  # a reference arm: a task per file it read
     upstream = label("extract" if arm in config.extractor_arms else "read", arm)
     minhash = MinhashConfig(n_grams=post.minhash.n_grams, num_buckets=post.minhash.num_buckets,
                             hashes_per_bucket=post.minhash.hashes_per_bucket, seed=post.minhash.seed)

@@ -82,3 +82,15 @@ class ReferenceArm(StrictModel):
     def token_quota(self, tokens_per_arm: int, tasks: int) -> int:
         """Tokens each read task stops at."""
         return -(-int(tokens_per_arm * self.margin) // tasks)
+
+    def files_per_task(self, dataset) -> int:
+        """Files each read task writes: its token quota in files of `dataset.reference_shard_tokens`
+        (one without a dataset section: no quota)."""
+        if dataset is None:
+            return 1
+        return -(-self.token_quota(dataset.tokens_per_arm, self.resources.tasks) // dataset.reference_shard_tokens)
+
+    def files_written(self, dataset) -> int:
+        """Files the read stage writes at most (fewer where the corpus ends first): the tasks of the
+        arm's post-processing and tokenisation, and its token shards."""
+        return self.resources.tasks * self.files_per_task(dataset)

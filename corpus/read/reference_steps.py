@@ -1,11 +1,12 @@
 """The read stage of a reference-corpus arm (its config: corpus.read.reference).
 
-    reader ─► ReferenceDraw ─► TokenQuota ─► writer
+    reader ─► ReferenceDraw ─► TokenQuota ─► ShardWriter
 
 `TokenQuota` stops pulling documents once the task holds its share of the tokens, so the reader
-never reads further into the corpus than the budget needs. The documents go where post-processing
-reads (`postprocess: true`; its record-level filters, the URL blocklist, then run there) or where
-it writes (the default).
+never reads further into the corpus than the budget needs. `ShardWriter` splits a task's share
+into files of `dataset.reference_shard_tokens` tokens, one task each of the stages after it. The
+documents go where post-processing reads (`postprocess: true`; its record-level filters, the URL
+blocklist, then run there) or where it writes (the default).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.writers import JsonlWriter
 from datatrove.utils.tokenization import PipelineStepWithTokenizer
 
 from configs.experiment import ExperimentConfig
@@ -120,6 +122,29 @@ class TokenQuota(PipelineStepWithTokenizer):
                 return
 
 
+class ShardWriter(JsonlWriter):
+    """The documents of a read task in files `<rank>_<part>.jsonl.gz` of `shard_tokens` tokens
+    each (the last document of a file may take it past), counted by TokenQuota: the arm's
+    post-processing and tokenisation take a file per task, so their tasks and the token shards are
+    bounded whatever a read task's share."""
+
+    def __init__(self, output_folder: Path, shard_tokens: int):
+        super().__init__(str(output_folder), output_filename="${rank}_${part}.jsonl.gz")
+        self.shard_tokens = shard_tokens
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        part = held = 0
+        with self:
+            for doc in data:
+                if held >= self.shard_tokens:  # the file is full: closed, so only one is open at a time
+                    self.close_file(self._get_output_filename(doc, rank, part=f"{part:05d}"))
+                    part, held = part + 1, 0
+                held += doc.metadata["token_count"]
+                with self.track_time():
+                    self.write(doc, rank, part=f"{part:05d}")
+                yield doc
+
+
 def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
     """A reference arm's read stage: its corpus, drawn and (with a dataset section) read only up to
     its share of the token quota, written where post-processing reads (`postprocess: true`) or
@@ -129,11 +154,10 @@ def reference_pipeline(config: ExperimentConfig, arm_name: str) -> list:
     counted = []
     if config.dataset is not None:
         counted = [TokenQuota(str(config.tokenizer_file()), arm.token_quota(config.dataset.tokens_per_arm, arm.resources.tasks))]
-    if arm.postprocess:
-        out = [documents_writer(config.arm_dir(arm_name) / "output")]
-    else:
-        post_dir = config.post_dir(arm_name)
-        out = [documents_writer(post_dir / "output"), RecordIdWriter(str(post_dir / "ids"))]
+    folder = config.arm_dir(arm_name) / "output" if arm.postprocess else config.post_dir(arm_name) / "output"
+    out = [ShardWriter(folder, config.dataset.reference_shard_tokens) if config.dataset else documents_writer(folder)]
+    if not arm.postprocess:
+        out.append(RecordIdWriter(str(config.post_dir(arm_name) / "ids")))
     return [reference_reader(arm, paths_file), ReferenceDraw(arm.sample_rate, arm.seed), *counted, *out]
 
 

@@ -28,7 +28,7 @@ def tokenizer_stage(config: ExperimentConfig) -> Stage:
 
 
 def dataset_stages(config: ExperimentConfig) -> list[Stage]:
-    """Every arm tokenised, then cut to the budget."""
+    """Every arm tokenised (a task per post-processed file: a token shard each), then cut to the budget."""
     tokenized = []
     for arm in config.arms:
         tokens = config.dataset_dir(arm) / "tokens"
@@ -37,7 +37,7 @@ def dataset_stages(config: ExperimentConfig) -> list[Stage]:
             DocumentKeys(str(tokens), save_filename=arm),
             MegatronDocumentTokenizer(str(tokens), save_filename=arm, tokenizer_name_or_path=str(config.tokenizer_file()),
                                       eos_token=config.tokenizer.eos_token),
-        ], config.postprocess.resources, config.dataset_dir(arm) / "logs" / "tokenize", [final_stage(config, arm), "tokenizer"],
+        ], config.document_resources(arm), config.dataset_dir(arm) / "logs" / "tokenize", [final_stage(config, arm), "tokenizer"],
             outputs=[tokens]))
     budget = Stage("budget", None, [TokenBudget(config)], one_task(config.dataset.resources),
                    config.output_root / "logs" / "budget", [stage.label for stage in tokenized])

@@ -6,19 +6,23 @@ datatrove's token steps read, and which the exported checkpoints carry):
 
 - `pretrained`: the given folder or hub id, saved as is;
 - `sentencepiece`: a byte-fallback BPE model trained on the same number of characters from
-  every arm's extracted documents (documents taken in a seeded order; the sample of each arm is
-  cut to the size of the smallest, so no arm weighs more in the vocabulary), leaving out pages a
-  record-level filter (URL blocklist) removes. Only extractor arms are sampled: the gold bound and
-  reference corpora are not, so adding those rows never changes the tokenizer.
+  every arm's extracted documents, leaving out pages a record-level filter (URL blocklist)
+  removes. Each arm's sample is its documents in the order of a hash of (`tokenizer.seed`, record
+  id), taken until `sample_chars_per_arm` characters (the last one cut to fit), then cut to the
+  size of the smallest arm's, so no arm weighs more in the vocabulary. The draw is per document:
+  how the arm was split into extraction tasks and files changes neither the sample nor its order,
+  so the tokenizer (and every token count after it) is the same at any split. Every extracted
+  document is read once; only the sample is held. Only extractor arms are sampled: the gold bound
+  and reference corpora are not, so adding those rows never changes the tokenizer.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import heapq
 import io
 import json
-import random
 from pathlib import Path
 
 from datatrove.data import Document, DocumentsPipeline
@@ -26,24 +30,44 @@ from datatrove.pipeline.base import PipelineStep
 
 from configs.experiment import ExperimentConfig, TokenizerConfig
 from corpus.extractors.prefilters import passes_record_filters
+from corpus.stage import record_hash
 
 
 def tokenizer_sha256(folder: Path) -> str:
     return hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
 
 
+def sample_key(seed: int, record_id: str) -> int:
+    """Where a document stands in the tokenizer's draw: a hash of the seed and its record id (not
+    the budget's draw, which has its own seed)."""
+    return record_hash(f"tokenizer:{seed}:{record_id}")
+
+
 def arm_documents(output_dir: Path, seed: int, keep):
-    """One arm's extracted texts in a seeded order (files shuffled, documents in file order), of
-    the documents `keep` accepts."""
-    files = sorted(output_dir.glob("*.jsonl.gz"))
-    random.Random(seed).shuffle(files)
-    for path in files:
+    """One arm's extracted documents that `keep` accepts, as (draw key, text hash, text); any
+    order (the files as listed)."""
+    for path in sorted(output_dir.glob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             for line in f:
                 record = json.loads(line)
                 doc = Document(text=record["text"], id=record["id"], metadata=record.get("metadata", {}))
                 if keep(doc):
-                    yield doc.text
+                    yield sample_key(seed, str(doc.id)), record_hash(doc.text), doc.text
+
+
+def first_by_key(documents, chars: int) -> list[str]:
+    """The texts of the documents of lowest (key, text hash) whose characters reach `chars` (all
+    of them if they do not), in that order, holding only those: each document in, the highest
+    ones out while the rest still reach `chars`. Equal (key, text hash) means the same text, so
+    the result does not depend on the order the documents come in."""
+    heap: list[tuple[int, int, str]] = []  # (-key, -text hash, text): the highest first
+    held = 0
+    for key, text_hash, text in documents:
+        heapq.heappush(heap, (-key, -text_hash, text))
+        held += len(text)
+        while held - len(heap[0][2]) >= chars:
+            held -= len(heapq.heappop(heap)[2])
+    return [text for _, _, text in sorted(heap, reverse=True)]
 
 
 def take_chars(texts, chars: int) -> list[str]:
@@ -102,8 +126,9 @@ class SharedTokenizer(PipelineStep):
                 # the sample leaves out what record-level filters remove, wherever they run, so the
                 # tokenizer does not depend on that choice
                 keep = passes_record_filters(self.config)
-                per_arm = {arm: take_chars(arm_documents(self.config.arm_dir(arm) / "output", options.seed, keep),
-                                           options.sample_chars_per_arm) for arm in self.config.tokenizer_arms()}
+                per_arm = {arm: take_chars(first_by_key(arm_documents(self.config.arm_dir(arm) / "output", options.seed, keep),
+                                                        options.sample_chars_per_arm), options.sample_chars_per_arm)
+                           for arm in self.config.tokenizer_arms()}
                 size = min(sum(map(len, texts)) for texts in per_arm.values())
                 sample = []
                 for arm, texts in per_arm.items():
