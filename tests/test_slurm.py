@@ -163,7 +163,7 @@ def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, 
     assert len(log.read_text().splitlines()) == steps, list(config.run_dir("a", 1).glob("slurm-*.out"))
     submit()
     launcher = sorted(tmp_path.glob("launcher-*.out"))[-1].read_text()
-    assert "a seed 1: finished already" in launcher
+    assert "a model seed 1: finished already" in launcher
 
 
 def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env):
