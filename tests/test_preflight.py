@@ -42,11 +42,23 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     config = load_experiment(path)
     on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
     assert on_cpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"][1].startswith("config")
-    assert on_cpu["training_tokens_per_gpu_s"][1].startswith("config")
+    assert on_cpu["training_tokens_per_gpu_s"]["tiny"][1].startswith("config")
     on_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "device": "cuda"}, vocab_size=2000)
     lab = report["labeler"]
     assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
         lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
-    assert on_gpu["training_tokens_per_gpu_s"] == (
+    assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (
         training["tokens_per_s_per_gpu"],
         "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2)")
+    # a ladder's other rungs at the preflight's MFU: tokens/s scaled by FLOPs per token
+    raw = yaml.safe_load(path.read_text())
+    raw["pretrain"] = {"training": raw["pretrain"]["training"],
+                       "ladder": [{"model": "nano", "seeds": [1]}, {"model": "tiny", "seeds": [1]}]}
+    path.write_text(yaml.safe_dump(raw))
+    ladder = rates(load_experiment(path), {"arms": {}}, report | {"gpu": "NVIDIA H200", "device": "cuda"}, vocab_size=2000)
+    nano, _ = ladder["training_tokens_per_gpu_s"]["nano"]
+    from configs.model import ModelConfig, named_model
+
+    ratio = (ModelConfig.model_validate(named_model("tiny")).flops_per_token(2000)
+             / ModelConfig.model_validate(named_model("nano")).flops_per_token(2000))
+    assert nano == pytest.approx(training["tokens_per_s_per_gpu"] * ratio)

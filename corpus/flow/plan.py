@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.model import ModelConfig
 from corpus.accounting.ledger import arm_ledger
 from corpus.accounting.summary import counters, find_step, merged_stats, summarize_arm
 from corpus.extractors import DripperArm
@@ -220,15 +221,24 @@ def labeler_pages(measured: dict, piloted: bool) -> tuple[float, float]:
     return sent, sent + mean_per_file(files, "prefiltered")
 
 
-def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> tuple[float, str]:
-    if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
-        t = preflight["training"]
-        ran = ", ".join(f"{key} {t[key]}" for key in ("layer_spec", "attention", "sdpa_kernel", "micro_batch_size") if t.get(key))
-        return t["tokens_per_s_per_gpu"], f"preflight on {preflight['gpu']}" + (f" ({ran})" if ran else "")
-    p = config.plan
-    flops = config.pretrain.model.flops_per_token(vocab_size)
-    return p.training_mfu * p.gpu_peak_flops / flops, (f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} "
-                                                        f"FLOP/s at {flops:.3g} FLOPs/token")
+def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> dict:
+    """Per rung, training tokens/s per GPU and where it comes from: a GPU preflight's measured rate
+    (for its model; another rung's at the same MFU, scaled by FLOPs per token), else the config's MFU."""
+    out, p = {}, config.plan
+    for rung in config.pretrain.ladder:
+        flops = rung.model.flops_per_token(vocab_size)
+        if preflight and preflight.get("training", {}).get("tokens_per_s_per_gpu"):
+            t = preflight["training"]
+            ran = ", ".join(f"{key} {t[key]}" for key in ("layer_spec", "attention", "sdpa_kernel", "micro_batch_size")
+                            if t.get(key))
+            measured = ModelConfig.model_validate(t["model"]).flops_per_token(vocab_size)
+            source = f"preflight on {preflight['gpu']}" + (f" ({ran})" if ran else "")
+            scaled = "" if measured == flops else ", scaled from its model by FLOPs per token at the same MFU"
+            out[rung.name] = (t["tokens_per_s_per_gpu"] * measured / flops, source + scaled)
+        else:
+            out[rung.name] = (p.training_mfu * p.gpu_peak_flops / flops,
+                              f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} FLOPs/token")
+    return out
 
 
 def rates(config: ExperimentConfig, pilot: dict, preflight: dict | None, vocab_size: int) -> dict:
@@ -303,7 +313,7 @@ def verdict_message(v: dict) -> str:
 
 
 def checkpoints_per_run(config: ExperimentConfig) -> int:
-
+    """Checkpoints one run of the config's one rung (ExperimentConfig.for_rung) saves and exports."""
     steps = config.training_steps()[0]
     every = config.pretrain.training.checkpoint_every
     return steps // every + (1 if steps % every else 0)
@@ -376,19 +386,29 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
         for name in config.arms:
             add("datasets", name, storage=config.dataset.tokens_per_arm * token_bytes)
     if config.pretrain:
-        runs = len(config.runs())
-        tokens_s, _ = r["training_tokens_per_gpu_s"]
-        gpu_h = config.dataset.tokens_per_arm / tokens_s / 3600
-        s = config.pretrain.slurm
-        ckpt = config.pretrain.model.parameters(vocab_size)["total"] * CHECKPOINT_BYTES_PER_PARAMETER
-        add("training", f"{runs} runs", 0.0, runs * gpu_h, gpu_h / (s.nodes * s.gpus_per_node),
-            runs * checkpoints_per_run(config) * ckpt, "wall time is one run's; the runs are independent jobs")
-        if config.evaluation:
-            hours, _ = r["evaluation_gpu_hours_per_checkpoint"]
-            checkpoints = runs * checkpoints_per_run(config)
-            total = checkpoints * hours * config.evaluation.slurm.gpus
-            add("evaluation", f"{checkpoints} checkpoints", 0.0, total,
-                total / min(config.evaluation.slurm.parallel, checkpoints) / config.evaluation.slurm.gpus)
+        out["rungs"] = {}
+        for rung in config.pretrain.ladder:
+            one = config.for_rung(rung.name)
+            runs = len(one.runs())
+            tokens_s, _ = r["training_tokens_per_gpu_s"][rung.name]
+            gpu_h = one.rung_tokens(rung) / tokens_s / 3600
+            s = rung.slurm
+            ckpt = rung.model.parameters(vocab_size)["total"] * CHECKPOINT_BYTES_PER_PARAMETER
+            checkpoints = runs * checkpoints_per_run(one)
+            add("training", f"{rung.name}: {runs} runs", 0.0, runs * gpu_h, gpu_h / (s.nodes * s.gpus_per_node),
+                checkpoints * ckpt, "wall time is one run's; the runs are independent jobs")
+            evaluation = 0.0
+            if config.evaluation:
+                hours, _ = r["evaluation_gpu_hours_per_checkpoint"]
+                evaluation = checkpoints * hours * config.evaluation.slurm.gpus
+                add("evaluation", f"{rung.name}: {checkpoints} checkpoints", 0.0, evaluation,
+                    evaluation / min(config.evaluation.slurm.parallel, checkpoints) / config.evaluation.slurm.gpus)
+            out["rungs"][rung.name] = {
+                "model": rung.model.model_dump(), "parameters": rung.model.parameters(vocab_size)["total"],
+                "tokens": one.rung_tokens(rung), "seeds": len(rung.seeds), "runs": runs,
+                "training_flops_per_run": rung.model.flops_per_token(vocab_size) * one.rung_tokens(rung),
+                "training_gpu_hours": runs * gpu_h, "evaluation_gpu_hours": evaluation,
+                "gpu_hours_per_run": gpu_h}
     out["totals"] = {k: sum(s[k] for s in out["stages"]) for k in ("cpu_hours", "gpu_hours", "bytes")}
     return out
 
@@ -508,10 +528,11 @@ def print_plan(plan: dict) -> None:
         versions = versions_text(plan["rates"]["extractor_versions"][arm])
         for key, (value, source) in entry.items():
             rt.add_row(f"{arm}{f' ({versions})' if versions else ''}: {key}", f"{value:,.2f}", source)
-    for key in ("training_tokens_per_gpu_s", "evaluation_gpu_hours_per_checkpoint"):
-        if key in plan["rates"]:
-            value, source = plan["rates"][key]
-            rt.add_row(key, f"{value:,.2f}", source)
+    for rung, (value, source) in plan["rates"].get("training_tokens_per_gpu_s", {}).items():
+        rt.add_row(f"training_tokens_per_gpu_s ({rung})", f"{value:,.2f}", source)
+    if "evaluation_gpu_hours_per_checkpoint" in plan["rates"]:
+        value, source = plan["rates"]["evaluation_gpu_hours_per_checkpoint"]
+        rt.add_row("evaluation_gpu_hours_per_checkpoint", f"{value:,.2f}", source)
     console.print(rt)
     c = Table(title=f"Cost of the configured run ({plan['verdict']['input_files']:,} input files)")
     for col in ("stage", "arm", "CPU-hours", "GPU-hours", "wall hours", "storage", "note"):
@@ -522,6 +543,7 @@ def print_plan(plan: dict) -> None:
     t = plan["costs"]["totals"]
     c.add_row("total", "", _hours(t["cpu_hours"]), _hours(t["gpu_hours"]), "", _bytes(t["bytes"]), "")
     console.print(c)
+    print_ladder(console, plan["costs"].get("rungs", {}))
     g = Table(title="Stages that see a whole arm: per task, projected (memory: bench.global_stages per document; "
                     "time: the pilot's CPU seconds per document) against the configured resources")
     for col in ("stage", "tasks", "documents per task", "memory", "hours", "configured", "fits"):
@@ -552,6 +574,32 @@ def print_plan(plan: dict) -> None:
                       "do not represent Common Crawl. Pilot on real pages: python -m corpus.sample --out DIR "
                       "--from-pages ../shared/data/extraction/*/pages.jsonl.gz --files 4, then --pilot-warc DIR/*/sample.warc.gz")
     console.print(("SHORT: " if plan["verdict"]["short"] else "OK: ") + verdict_message(plan["verdict"]))
+
+
+def print_ladder(console, rungs: dict) -> None:
+    """A ladder's GPU-hours per rung, its total, and the target rung alone (a one-rung design)."""
+    if len(rungs) < 2:
+        return
+    from rich.table import Table
+
+    names = list(rungs)
+    total = sum(r["training_gpu_hours"] + r["evaluation_gpu_hours"] for r in rungs.values())
+    t = Table(title="The ladder: each rung's training and evaluation, against the target alone")
+    for col in ("rung", "parameters", "tokens", "seeds", "FLOPs per run", "training GPU-h", "evaluation GPU-h",
+                "share of the ladder"):
+        t.add_column(col, justify="left" if col == "rung" else "right")
+    for name, r in rungs.items():
+        hours = r["training_gpu_hours"] + r["evaluation_gpu_hours"]
+        t.add_row(name, f"{r['parameters'] / 1e6:,.0f}M", f"{r['tokens'] / 1e9:,.2f}B", str(r["seeds"]),
+                  f"{r['training_flops_per_run']:.2e}", _hours(r["training_gpu_hours"]), _hours(r["evaluation_gpu_hours"]),
+                  f"{hours / total:.1%}")
+    target = rungs[names[-1]]
+    alone = target["training_gpu_hours"] + target["evaluation_gpu_hours"]
+    t.add_row("ladder total", "", "", "", "", "", "", _hours(total))
+    console.print(t)
+    console.print(f"the target {names[-1]} alone (a one-rung design at its {target['seeds']} seeds): {_hours(alone)} GPU-hours; "
+                  f"the smaller rungs add {_hours(total - alone)} ({(total - alone) / alone:.0%}), the smallest "
+                  f"{names[0]} costs {_hours(rungs[names[0]]['training_gpu_hours'] + rungs[names[0]]['evaluation_gpu_hours'])}")
 
 
 def print_footprint(console, footprint: dict) -> None:
