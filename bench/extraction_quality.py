@@ -2,7 +2,7 @@
 
     python -m bench.extraction_quality [--max-pages N] [--out bench/results/extraction_quality]
 
-Runs `evaluation.extraction.evaluate` with every extractor kind that needs no model (Trafilatura,
+Runs `evaluation.extraction.benchmark.evaluate` with every extractor kind that needs no model (Trafilatura,
 Resiliparse, readability-lxml, jusText, whole page through html2text) and prints the Markdown table; the
 folder gets per-page rows, summary.json and a chart per dataset. The Dripper arm needs a
 labeling model: score it with `python -m evaluation.extraction --config ... --arms dripper`.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from corpus.extractors import default_arm, standalone_kinds
 from corpus.sample.annotated import SHARED_PAGE_SETS, load_pages
-from evaluation.extraction import evaluate, markdown_table
+from evaluation.extraction.benchmark import evaluate, markdown_table
 
 
 def main() -> int:

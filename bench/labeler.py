@@ -36,7 +36,7 @@ from corpus.extractors.block_classifier.features import page_features
 from corpus.extractors.block_classifier.model import PageExample, train
 from corpus.extractors.block_classifier.training import THRESHOLD, examples_from_generated
 from corpus.sample.annotated import SHARED_PAGE_SETS, load_pages
-from evaluation.extraction import run_step, score_page
+from evaluation.extraction.benchmark import run_step, score_page
 
 FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", "readability", "webmainbench-sample"]
 

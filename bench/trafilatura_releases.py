@@ -43,7 +43,7 @@ from corpus.extractors.trafilatura import TrafilaturaArm, TrafilaturaOptions
 from corpus.extractors.trafilatura.releases import installed_release
 from corpus.extractors.trafilatura.step import Trafilatura
 from corpus.sample.annotated import SHARED_PAGE_SETS, LabelledPage, load_pages
-from evaluation.extraction import evaluate, markdown_table
+from evaluation.extraction.benchmark import evaluate, markdown_table
 from evaluation.intervals import SeedVariance, paired_interval
 
 DEMO_CONFIG = Path("configs/local.yaml")

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from evaluation.extraction_metrics import jieba_tokens, rouge_n_f1, snippet_scores, token_f1
+from evaluation.extraction.metrics import jieba_tokens, rouge_n_f1, snippet_scores, token_f1
 
 SENTENCE = "the quick brown fox jumps over the lazy dog near the old river bank"
 

@@ -4,7 +4,7 @@ from importlib import metadata
 from corpus.extractors import default_arm
 from corpus.extractors.trafilatura.releases import installed_release
 from corpus.sample.annotated import gold_from_marks, load_pages
-from evaluation.extraction import evaluate, score_page
+from evaluation.extraction.benchmark import evaluate, score_page
 
 MARKED = (
     '<html><body><div class="nav mark-selected-not">Home | About</div>'

@@ -16,7 +16,6 @@ content, not dialect); partial-gold pages snippet recall and leakage.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -27,13 +26,12 @@ from pathlib import Path
 
 from datatrove.data import Document
 
-from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig
 from corpus.extractors import default_arm, standalone_kinds
 from corpus.extractors.base import versions_text
 from corpus.extractors.plain import plain_text
-from corpus.sample.annotated import LabelledPage, load_pages
-from evaluation.extraction_metrics import rouge_n_f1, snippet_scores, token_f1
-from slurm import console
+from corpus.sample.annotated import LabelledPage
+from evaluation.extraction.metrics import rouge_n_f1, snippet_scores, token_f1
 
 
 def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
@@ -211,34 +209,3 @@ def evaluate(arms: dict, pages: list[LabelledPage], out: Path, progress=None) ->
     (out / "summary.md").write_text(table + "\n")
     bar_charts(summary, out)
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.extraction", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="experiment YAML (its arms are the extractors)")
-    parser.add_argument("--pages", nargs="+", required=True, type=Path, help="labelled page files (JSONL or .jsonl.gz)")
-    parser.add_argument("--arms", nargs="+", help="arms of the config or extractor kinds (default: the config's arms)")
-    parser.add_argument("--out", type=Path, help="output folder (default: <output_root>/extraction_quality)")
-    parser.add_argument("--max-pages", type=int, help="at most this many pages per file")
-    console.add_verbose_flag(parser)
-    args = parser.parse_args(argv)
-    console.apply_verbose_flag(args)
-    config = load_experiment_or_exit(args.config)
-    for path in args.pages:
-        if not path.is_file():
-            raise SystemExit(f"--pages: no such file {path}")
-    pages = [p for path in args.pages for p in load_pages(path, args.max_pages)]
-    out = args.out or config.output_root / "extraction_quality"
-    arms = resolve_arms(config, args.arms)
-    log = config.output_root / "logs" / "extraction-quality.log"
-    with console.stage("extraction quality", log, "arms", len(arms)) as bar:
-        summary = evaluate(arms, pages, out, progress=bar.update)
-    print(markdown_table(summary))
-    console.closing_line("extraction quality", f"{len(arms)} arms × {len(pages)} pages",
-                         f"{out}/ (pages.jsonl, summary.json, summary.md, a PNG per dataset)", log)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
