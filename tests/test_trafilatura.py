@@ -119,5 +119,5 @@ def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_pa
 def test_the_report_names_the_release_each_arm_extracted_with(tmp_path, sample_dir):
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})
     assert arm_source(config, "t", config.arms["t"]) == "extractor: trafilatura"  # not extracted: nothing to name
-    write_provenance(config.arm_dir("t"), config)  # what the extraction stage records when it starts
+    write_provenance(config.arm_dir("t"), config, "corpus")  # what the extraction stage records when it starts
     assert arm_source(config, "t", config.arms["t"]) == f"extractor: trafilatura (trafilatura {installed_release()})"
