@@ -155,6 +155,8 @@ def unit_table(report: dict, name: str, suite: Suite) -> list[str]:
 
 def family_section(report: dict, name: str, suite: Suite) -> list[str]:
     family = report["families"][name]
+    if not family["finals"]["units"]:
+        return []
     scale = " in %" if family["scale"] == 100 else f" in {family['unit']}"
     lines = [f"## {family['title']}", "",
              f"Mean ± spread across seeds{scale}; differences to {report['reference_arm']} with 95% intervals, `*` "

@@ -359,24 +359,27 @@ def statistics_notes(report: dict) -> list[str]:
         notes.append(f"{', '.join(single)}: one seed, so the seeds' noise of every pair with "
                      f"{'it' if len(single) == 1 else 'them'} is not measured: those intervals cover the test documents "
                      "alone.")
-    unvaried = sorted({arm for f in fams.values() for arm in f.get("unvaried_seeds", [])})
+    unvaried = {name: f["unvaried_seeds"] for name, f in fams.items() if f.get("unvaried_seeds")}
     if unvaried:
-        notes.append(f"{', '.join(unvaried)}: every seed gave the same value on every document, so the seeds measured "
-                     "no noise there: check that the seed reaches the initial weights and the data order. Where both "
-                     "arms of a pair are so, its interval covers the test documents alone.")
-    weak = []
+        notes.append("Every seed gave the same value on every document (" + "; ".join(
+            f"{', '.join(arms)} on {markdown.FAMILY_SHORT[name]}" for name, arms in unvaried.items())
+            + "): the seeds measured no noise there. Check that the seed reaches the initial weights and the data order; "
+            "where both arms of a pair are so, its interval covers the test documents alone.")
+    undecided = []
     for row in report["decision"]:
         for key, cell in row.items():
-            if isinstance(cell, dict) and cell["df_seeds"] is not None and cell["df_seeds"] < 2 and cell["seed_part"] > 0.5:
+            if isinstance(cell, dict) and not cell["result"] and cell["df_seeds"] is not None and cell["df_seeds"] < 3 \
+                    and cell["seed_part"] > 0.5:
                 family, column = key.split(":")
                 fam = fams[family]
                 beyond = decidable_beyond(cell, (1 - LEVEL) / cell["tests"])
-                weak.append(f"{row['arm']} − {row['reference']} on {markdown.FAMILY_SHORT[family]}, {fam['columns'][column]} "
-                            f"(only beyond ±{fam['scale'] * beyond:.{fam['decimals']}f})")
-    if weak:
-        notes.append("Seeds make most of the noise of " + "; ".join(weak) + ", and each arm's seed variance rests on "
-                     "its seeds − 1 degrees of freedom: at this many seeds those differences are decided only beyond "
-                     "the bound given (`python -m evaluation.power CONFIG --from-run`: how many seeds would do).")
+                undecided.append(f"{row['arm']} − {row['reference']} on {markdown.FAMILY_SHORT[family]}, "
+                                 f"{fam['columns'][column]} (only beyond ±{fam['scale'] * beyond:.{fam['decimals']}f})")
+    if undecided:
+        notes.append("Not decided at this many seeds: " + "; ".join(undecided) + ". Seeds make most of their noise, and "
+                     "each arm's seed variance rests on its seeds − 1 degrees of freedom, so the table can call such a "
+                     "difference a result only beyond the bound given (`python -m evaluation.power CONFIG --from-run` "
+                     "says how many seeds would resolve it).")
     return notes
 
 
