@@ -23,23 +23,27 @@ make the true variance smaller, so the interval errs wide.
 
 The seed variance is always the pair's own, never pooled over the other arms of the run. Pooling
 gains degrees of freedom, but it is right only when every arm is as noisy across seeds as the
-others, and 2-3 seeds cannot show that one is not: an F test of one arm against four others finds
-an arm 3x noisier in about 60% of runs at 2 seeds. In a review's simulation that arm's pairs
-covered 85-89% with the pooled variance.
+others, and 2-3 seeds cannot show that one is not: an F test at the 5% level of one arm against
+four others finds an arm 3x noisier in 41% of runs at 2 seeds, 63% at 3. In a review's
+simulation that arm's pairs covered 85-89% with the pooled variance.
 
-The interval is a generalized (fiducial) interval (Weerahandi 1993). The seeds' part is known
-through a variance on nu_s degrees of freedom (Welch's, from the two arms' seeds − 1), so its true
-value is taken as V_s nu_s / W with W ~ chi2(nu_s); at each W the documents' part keeps a t with
-Satterthwaite's degrees of freedom:
+The interval is a generalized (fiducial) interval (Weerahandi 1993). Each part of Var(D) is known
+through an estimate on some degrees of freedom nu, so its true value is taken as the estimate x
+nu / W, W ~ chi2(nu): the seeds' part on Welch's degrees of freedom (from the two arms' seeds −
+1), the documents' part (interaction included) on Satterthwaite's over its tasks, less the
+interaction, measured on many more degrees of freedom and taken as known (never below zero):
 
-    p(x) = E_W[ 2 T_{nu_d(W)}( −x / sqrt(V_d + V_s nu_s / W) ) ],   the interval: D ± x with p(x) = 0.05.
+    p(x) = E_{W_d, W_s}[ 2 Phi( −x / sqrt(max(0, V_d nu_d / W_d − I) + V_s nu_s / W_s) ) ],
+    the interval: D ± x with p(x) = 0.05,
 
-It is exact where the seeds are all the noise (a t on nu_s), a t on the documents' degrees of
-freedom where they are none, and conservative between. The plain t with Satterthwaite's degrees
-of freedom, which this replaces, lets a seed variance that comes out small by chance raise the
-degrees of freedom too: its p-value tails were 2-6x nominal where the seeds made most of the
-noise, and a table corrected for many comparisons reads exactly those tails (bench/calibration.py
-measures both). With one seed per arm the seeds' part is unknown and left out (the interval covers
+by quadrature over the two W. It is exactly a t where one part is all the noise (a t on nu_s, or
+on nu_d), and conservative between. The plain t with Satterthwaite's degrees of freedom, which
+this replaces, lets a seed variance that comes out small by chance raise the degrees of freedom
+too: its p-value tails were 2-3x nominal in a review's simulation, and a table corrected for many
+comparisons reads exactly those tails (bench/calibration.py measures the tables,
+tests/test_intervals.py the tails). At 2 seeds an arm's seed variance rests on one degree of
+freedom, and a difference whose noise is mostly seeds is resolved only when it is many times its
+standard error. With one seed per arm the seeds' part is unknown and left out (the interval covers
 the documents alone, and the report says so).
 """
 

@@ -17,13 +17,18 @@ difference of every pair of arms) and `curves_<family>.png`.
   of the gold answer and the probability on it per benchmark, and bits per byte on clean web
   text in two views (evaluation/clean_text.py), its own category.
 - Differences between every pair of arms come with 95% intervals sound with 2-3 seeds
-  (evaluation/intervals.py). A difference is a result when its interval excludes zero and every
-  seed agrees in sign; the decision table opens the comparison with exactly that, per arm against
-  the reference arm (the config's first). Per-benchmark marks are Holm-adjusted over every pair
-  and benchmark of the family.
-- Noise measured from the run and the signal-to-noise ratio per family and score
-  (evaluation/noise.py); the clean-text pairs whose sign or resolution changes with the view are
+  (evaluation/intervals.py: each pair's own seed variance, a generalized interval). The decision
+  table opens the comparison, per arm against the reference arm (the config's first): a
+  difference is a result when it stays resolved after Holm's adjustment over every cell of the
+  table and every seed agrees in sign; the every-pair table is adjusted over its own cells, the
+  per-benchmark marks over every pair and benchmark of the family.
+- Noise measured from the run and the signal-to-noise ratio per family and score, beside the
+  floor it has with no difference (evaluation/noise.py); the clean-text pairs whose difference
+  itself changes with the view (the view-by-arm interaction, Holm over pairs and sets) are
   flagged as format-dependent.
+- Notes on what the numbers rest on where it is less than the method assumes: one seed, arms that
+  share no seed, seeds that change nothing, cells not decidable at this many seeds, headline
+  differences that are not the difference of the rows above them.
 - Missing pieces (runs not evaluated, tasks absent, checkpoints or documents that differ between
   runs) are listed, and everything that exists is still reported.
 """
