@@ -315,12 +315,11 @@ def run_power(config: ExperimentConfig) -> dict:
                         "Until a second seed is evaluated, `python -m evaluation.power CONFIG` (without --from-run) "
                         "gives the power under assumed noise (--seed-std).")
         return out
-    fams = families(suite, clean)
-    levels = table_levels(fams, len(arms))
-    for name, family in fams.items():
+    measurable = {name: f for name, f in families(suite, clean).items() if len(arms) > 1
+                  and all(comparison.documents(t, key) for t, key in f.task_keys().items())}
+    levels = table_levels(measurable, len(arms))  # the decision table holds the scores the run has
+    for name, family in measurable.items():
         keys = family.task_keys()
-        if len(arms) < 2 or any(not comparison.documents(t, keys[t]) for t in keys):
-            continue
         matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms}
         noise, tasks, correlation = measured_noise(family, matrices)
         items = {t: matrices[arms[0]][t].shape[1] for t in keys}
