@@ -220,19 +220,20 @@ def noise_markdown(report: dict) -> list[str]:
     lines = ["## Signal and noise", "",
              "Seed SD: spread of an arm's score across its seeds (pooled over arms). Checkpoint SD: spread over a "
              f"run's last {k} evaluated checkpoints (pooled over runs; Signal and Noise's noise, trend included). "
-             "Signal: max − min of the arms' scores. Floor: the signal these arms show with no true difference, from "
-             "the pairs' standard errors (mean; 95th percentile). SNR: signal / checkpoint SD (and / seed SD), each "
-             "beside its value at the floor's mean: a signal under the floor's 95th percentile is one pure noise "
-             "reaches one run in twenty. Scores in the family's unit (accuracy and p(gold) in points).", "",
-             "| family | score | seed SD | checkpoint SD | signal | floor (mean; 95%) | SNR (floor) | SNR seeds (floor) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "Signal: max − min of the arms' scores. Floor: the signal these arms show on average with no true "
+             "difference, at their measured noise; `above`: the signal exceeds the floor's 95th percentile, which "
+             "counts the noise's own uncertainty (`signal_floor_95` in report.json), so pure noise gets there one run "
+             "in twenty. SNR: signal / checkpoint SD (and / seed SD), each beside its value at the floor. Scores in "
+             "the family's unit (accuracy and p(gold) in points).", "",
+             "| family | score | seed SD | checkpoint SD | signal | floor | above | SNR (floor) | SNR seeds (floor) |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|"]
     for name, family in report["families"].items():
         for kind in ("columns", "units"):
             for score, n in family["noise"][kind].items():
                 title = family["columns"][score] if kind == "columns" else score
-                cells = [_number(n[k], family) if n[k] is not None else "-" for k in ("seed_sd", "checkpoint_sd", "signal")]
-                cells.append(f"{_number(n['signal_floor'], family)}; {_number(n['signal_floor_95'], family)}"
-                             if n["signal_floor"] is not None else "-")
+                cells = [_number(n[k], family) if n[k] is not None else "-"
+                         for k in ("seed_sd", "checkpoint_sd", "signal", "signal_floor")]
+                cells.append({True: "yes", False: "no", None: "-"}[n["above_floor"]])
                 cells += [f"{n[k]:.2f} ({n[k + '_floor']:.2f})" if n[k] is not None and n[k + "_floor"] is not None
                           else f"{n[k]:.2f}" if n[k] is not None else "-" for k in ("snr", "snr_seeds")]
                 lines.append(f"| {FAMILY_SHORT[name]} | {title} | " + " | ".join(cells) + " |")

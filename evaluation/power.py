@@ -130,7 +130,7 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float) -> tuple[np.
     it a result (the critical difference of its own noise estimates, and every seed's difference
     on the same side), and the true standard deviation of that mean."""
     rng = np.random.default_rng(0)
-    parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1]
+    parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
     df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
     documents = (noise.fixed + noise.interaction / seeds) * (rng.chisquare(df, DRAWS) / df if np.isfinite(df) else 1.0)
     shifts = [rng.standard_normal((DRAWS, seeds)) * math.sqrt(v) for v in noise.seed]
@@ -151,12 +151,11 @@ def power_at(difference: float, threshold: tuple[np.ndarray, float]) -> float:
 
 def mdd(noise: ScoreNoise, seeds: int, alpha: float) -> float | None:
     """The true difference the report calls a result 80% of the time; None below two seeds (one
-    seed does not measure the seeds' noise a result must beat)."""
-    if seeds < 2:
+    seed does not measure the seeds' noise a result must beat) or without any noise (a score that
+    never varies: the report calls nothing there a result)."""
+    if seeds < 2 or noise.variance(seeds) == 0:
         return None
     threshold = decision_threshold(noise, seeds, alpha)
-    if threshold[1] == 0:
-        return 0.0
     high = float(threshold[0].max()) + 10 * threshold[1]
     return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * high))
 
@@ -354,6 +353,13 @@ def run_power(config: ExperimentConfig) -> dict:
     return out
 
 
+def mdd_text(value: float | None, scale: float, decimals: int) -> str:
+    """An MDD in the score's unit; a fraction (shown in points) past 100 points is out of reach."""
+    if value is None:
+        return "-"
+    return f">{100:.{decimals}f}" if scale == 100 and value > 1 else f"{scale * value:.{decimals}f}"
+
+
 def print_power(report: dict) -> None:
     a = report["assumptions"]
     print(f"Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
@@ -363,7 +369,7 @@ def print_power(report: dict) -> None:
     titles = {"average": "Avg", **CATEGORY_TITLES}
     for key, title in titles.items():
         value, level = report["mdd"][key], report["levels"][key]
-        shown = f"{100 * value:5.2f} points" if value is not None else "  needs 2 seeds or more"
+        shown = f"{mdd_text(value, 100, 2):>7} points" if value is not None else "  needs 2 seeds or more"
         print(f"  {title:<18} {shown}  ({level['table']}, tested at {level['alpha']:.4g})")
     verdict = "can" if report["resolves_paper_effect"] else "cannot"
     print(f"  this run {verdict} resolve an effect the size of the paper's "
@@ -377,7 +383,10 @@ def print_run_power(report: dict) -> None:
         return
     print(f"Noise measured at step {steps[-1] if steps else '-'} of {', '.join(report['arms'])} on seeds "
           f"{report['measured_on_seeds']}; minimum detectable difference with the configured {report['seeds']} paired "
-          "seeds (the report calls it a result 80% of the time, at the level of the table that decides it):")
+          "seeds (the report calls it a result 80% of the time, at the level of the table that decides it; '>100': "
+          "out of reach of a score in points). seed sd: net of the seed-by-document part (0: the seeds spread no "
+          "more than that part explains); diff, seeds: each arm's difference to the reference and the fewest seeds "
+          f"that resolve it 80% of the time (>{MAX_SEEDS}: none up to {MAX_SEEDS}):")
     for f in report["families"].values():
         decimals = 2 if f["scale"] == 100 else 3
         print(f"\n{f['title']} ({f['unit']}); seed correlation across benchmarks {f['seed_correlation']:.2f}")
@@ -392,7 +401,7 @@ def print_run_power(report: dict) -> None:
                 needed = "" if "seeds_needed" not in d[score] else d[score]["seeds_needed"] or (
                     f">{MAX_SEEDS}" if d[score]["difference"] else "-")
                 cells += f"  {f['scale'] * d[score]['difference']:+14.{decimals}f}, {needed:>9}"
-            shown = f"{f['scale'] * value:9.{decimals}f}" if value is not None else f"{'-':>9}"
+            shown = f"{mdd_text(value, f['scale'], decimals):>9}"
             print(f"  {f['titles'][score]:<28}{shown}  {f['levels'][score]['alpha']:<10.4g}{params}{cells}")
 
 
