@@ -24,8 +24,8 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
   table, every pair, each family's per-benchmark table, the format flags): how often it shows at
   least one result that is not there (or points the wrong way); `fwer` is the worst of them;
 - power at the MDD: with arm 1 better than the reference by the minimum detectable difference
-  `python -m evaluation.power` prints for the setting's noise (measured on 200 runs without a
-  difference), how often the decision table calls it better;
+  `python -m evaluation.power` prints for the setting's true noise (the generator's), how often
+  the decision table calls it better;
 - format flags: how often any pair is flagged format-dependent when no pair's difference changes
   with the view (one setting gives arm 1 the same −0.03 bits/byte in both views);
 - SNR above its floor: how often the accuracy average's signal exceeds the floor's 95th
@@ -48,17 +48,19 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.intervals import arm_scores, tail_probability
+from evaluation.intervals import tail_probability
 from evaluation.metrics import Family
 from evaluation.noise import signal_and_noise
-from evaluation.power import mdd, measured_noise, measured_score_noise, table_levels
+from evaluation.power import mdd, measured_score_noise, table_levels
 from evaluation.report import compare_arms, decision_rows, every_pair_rows, format_flags
 
 OUT = Path(__file__).parent / "results" / "calibration.json"
 ITEMS = (100, 200, 400, 800, 1500, 2000)  # per task, accuracy and bits per byte
 CLEAN_DOCUMENTS = 150
-PILOT = 200  # runs without a difference that measure a setting's noise for its MDD
 ALPHA = 0.05
+# bits per byte of the gold answers, standard deviations: an arm's leaning on a document, the
+# seed-by-document term, a seed's shift of every task of the arm, and of each task alone
+BPB_LEANING, BPB_INTERACTION, BPB_SEED_COMMON, BPB_SEED_OWN = 0.08, 0.05, 0.012, 0.010
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,11 @@ def simulate(setting: Setting, rng: np.random.Generator, bpb_effect: float = 0.0
         answers = (rng.random((arms, seeds, n)) < p).astype(float)
         for a in range(arms):
             out["accuracy"][a][f"acc_{t}"] = answers[a]
-    seed_shift = shifts(0.012, 0.010, len(ITEMS))
+    seed_shift = shifts(BPB_SEED_COMMON, BPB_SEED_OWN, len(ITEMS))
     for t, n in enumerate(ITEMS):
         base = rng.normal(1.2, 0.4, n)
-        values = (base + rng.normal(0, 0.08, (arms, 1, n)) + seed_shift[:, :, t, None] + rng.normal(0, 0.05, (arms, seeds, n))
+        values = (base + rng.normal(0, BPB_LEANING, (arms, 1, n)) + seed_shift[:, :, t, None]
+                  + rng.normal(0, BPB_INTERACTION, (arms, seeds, n))
                   + np.array([effects["bpb"][a][""] for a in range(arms)])[:, None, None])
         for a in range(arms):
             out["bpb"][a][f"bpb_{t}"] = values[a]
@@ -203,7 +206,7 @@ def replicate(setting: Setting, index: int, number: int, bpb_effect: float) -> d
             cell["result_holm"] and _wrong(cell, _truth(effects, name, unit, pair))
             for pair, p in fam["pairs"].items() for unit, cell in p["units"].items())
     wrong["format flags"] = bool(flags)  # no setting changes a difference with the view
-    null_cells = [(cell["result"] is not None, cell["resolved"] and cell["seeds_agree"])
+    null_cells = [(cell["result"] is not None, cell["p"] < ALPHA and cell["seeds_agree"])
                   for row in decision for key, cell in row.items() if isinstance(cell, dict)
                   and _truth(effects, *key.split(":"), f"{row['arm']} − {row['reference']}") == 0]
     target = decision[0]["bpb:average"] if setting.at_mdd else None
@@ -214,22 +217,16 @@ def replicate(setting: Setting, index: int, number: int, bpb_effect: float) -> d
             "power_hit": target["result"] == "better" if target else None}
 
 
-def setting_mdd(setting: Setting, index: int) -> float:
-    """The MDD `python -m evaluation.power` prints for the gold answers' bits-per-byte average, with
-    the setting's noise measured on PILOT runs without a difference (each measurement averaged)."""
-    family = FAMILIES["bpb"]
-    tasks: dict[str, list[tuple[float, float]]] = {}
-    seed = []
-    weights = family.task_weights("average")
-    for number in range(PILOT):
-        matrices, _, _ = simulate(setting, np.random.default_rng([index, number, 1]))
-        _, measured, _ = measured_noise(family, matrices["bpb"])
-        for t, v in measured.items():
-            tasks.setdefault(t, []).append(v)
-        seed += [float(np.var(arm_scores(m, weights), ddof=1)) for m in matrices["bpb"].values()]
-    mean_tasks = {t: tuple(np.mean(v, axis=0)) for t, v in tasks.items()}
-    noise = measured_score_noise(weights, mean_tasks, {f"bpb_{i}": n for i, n in enumerate(ITEMS)},
-                                 (float(np.mean(seed)),) * 2)
+def setting_mdd(setting: Setting) -> float:
+    """The MDD `python -m evaluation.power` prints for the gold answers' bits-per-byte average with
+    the generator's true noise: per document, a pair's fixed variance 2 x leaning^2 and each arm's
+    interaction^2; each arm's seed variance of the average, its shifts and its interaction."""
+    weights = FAMILIES["bpb"].task_weights("average")
+    items = {f"bpb_{i}": n for i, n in enumerate(ITEMS)}
+    seed = (BPB_SEED_COMMON ** 2 + BPB_SEED_OWN ** 2 * sum(w ** 2 for w in weights.values())
+            + sum(w ** 2 * BPB_INTERACTION ** 2 / items[t] for t, w in weights.items()))
+    noise = measured_score_noise(weights, {t: (2 * BPB_LEANING ** 2, BPB_INTERACTION ** 2) for t in weights}, items,
+                                 (seed, seed))
     alpha = table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0]
     return mdd(noise, setting.seeds, alpha)
 
@@ -263,7 +260,7 @@ def summarise(setting: Setting, records: list[dict], value_mdd: float | None) ->
 
 
 def run(settings: tuple[Setting, ...], replicates: int, workers: int) -> list[dict]:
-    mdds = {i: setting_mdd(s, i) if s.at_mdd else None for i, s in enumerate(settings)}
+    mdds = {i: setting_mdd(s) if s.at_mdd else None for i, s in enumerate(settings)}
     chunk = max(1, replicates // (4 * workers))
     jobs = [(s, i, start, min(start + chunk, replicates), -(mdds[i] or 0.0))
             for i, s in enumerate(settings) for start in range(0, replicates, chunk)]

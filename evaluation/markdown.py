@@ -99,8 +99,7 @@ def decision_markdown(report: dict) -> list[str]:
     shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
     if not report["decision"]:
         return []
-    tests = next((cell["tests"] for row in report["decision"] for key, cell in row.items() if key != "arm"
-                  and isinstance(cell, dict)), 0)
+    tests = _tests(report["decision"])
     lines = [f"## Decision: each arm against {ref}", "",
              f"A difference is a **result** (`better`/`worse` for the arm) when it stays resolved after Holm's "
              f"adjustment over the {tests} differences of this table (family-wise error 5%) and every seed agrees in "
@@ -114,6 +113,11 @@ def decision_markdown(report: dict) -> list[str]:
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]
     notes = notes_markdown(report)
     return lines + ([""] + notes if notes else [])
+
+
+def _tests(rows: list[dict]) -> int:
+    """The differences a decision table's Holm adjustment covers (every cell carries the count)."""
+    return next((cell["tests"] for row in rows for cell in row.values() if isinstance(cell, dict)), 0)
 
 
 def _decision_row(row: dict, shown: list[tuple[str, str]], fams: dict) -> str:
@@ -184,8 +188,7 @@ def pairs_table(report: dict) -> list[str]:
     shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
     if not report["every_pair"]:
         return []
-    tests = next((cell["tests"] for row in report["every_pair"] for key, cell in row.items() if key != "arm"
-                  and isinstance(cell, dict)), 0)
+    tests = _tests(report["every_pair"])
     lines = ["## Every pair of arms", "",
              f"As the decision table, with Holm's adjustment over the {tests} differences of this table.", "",
              "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |", "|---|" + "---|" * len(shown)]

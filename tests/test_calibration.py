@@ -7,7 +7,6 @@ from bench import calibration
 
 
 def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_path, monkeypatch):
-    monkeypatch.setattr(calibration, "PILOT", 10)
     settings = (calibration.Setting("2 arms, 2 seeds", 2, 2), calibration.Setting("3 arms, 3 seeds, noisier", 3, 3, 3.0),
                 calibration.Setting("2 arms, 3 seeds, at the MDD", 2, 3, at_mdd=True))
     monkeypatch.setattr(calibration, "SETTINGS", settings)
