@@ -31,9 +31,9 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
 - SNR above its floor: how often the accuracy average's signal exceeds the floor's 95th
   percentile with no difference anywhere (about 0.05 when the floor is right).
 
-Replicate r of a setting draws its numbers from its own seed, so the results do not depend on
-how the replicates are split over workers. Writes the table and `bench/results/calibration.json`
-(a list of settings).
+Replicate r of a setting draws its numbers from its own seed (the setting's name and r), so the
+results do not depend on how the replicates are split over workers, or on which settings run.
+Writes the table and `bench/results/calibration.json` (a list of settings).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import json
 import math
 import multiprocessing as mp
 import time
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -166,9 +167,10 @@ def _wrong(cell: dict, truth: float) -> bool:
     return truth == 0 or (cell["difference"] > 0) != (truth > 0)
 
 
-def replicate(setting: Setting, index: int, number: int, bpb_effect: float) -> dict:
-    """One run through the report's decision procedure, and what it got wrong or right."""
-    rng = np.random.default_rng([index, number])
+def replicate(setting: Setting, number: int, bpb_effect: float) -> dict:
+    """One run through the report's decision procedure, and what it got wrong or right; its numbers
+    from its own seed (the setting's name and its number)."""
+    rng = np.random.default_rng([zlib.crc32(setting.name.encode()), number])
     matrices, views, effects = simulate(setting, rng, bpb_effect)
     arms = list(matrices["accuracy"])
     seeds_of = {arm: list(range(1, setting.seeds + 1)) for arm in arms}
@@ -232,8 +234,8 @@ def setting_mdd(setting: Setting) -> float:
 
 
 def _work(job: tuple) -> list[dict]:
-    setting, index, start, stop, bpb_effect = job
-    return [replicate(setting, index, number, bpb_effect) for number in range(start, stop)]
+    setting, _, start, stop, bpb_effect = job
+    return [replicate(setting, number, bpb_effect) for number in range(start, stop)]
 
 
 def summarise(setting: Setting, records: list[dict], value_mdd: float | None) -> dict:

@@ -44,7 +44,8 @@ and measures every parameter per metric family and benchmark: sigma^2 (a documen
 within one run), phi and rho (from the seeds x documents layout of every arm and every pair of
 arms), each arm's seed variance of every score, rho_seed (shown, from the average's own seed
 variance). It prints the minimum detectable difference of each score for the configured seeds,
-and for every arm against the reference arm how many seeds its observed difference would need.
+and for every arm against the reference arm how many seeds its observed difference on the
+decision table's scores would need.
 It needs two evaluated seeds or more: with one, the seeds' noise is not measured, and it refuses.
 """
 
@@ -71,7 +72,7 @@ from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
 POWER = 0.80
 PAPER_EFFECT = 0.0108  # Dripper - Trafilatura on the average, Table 5
 MAX_SEEDS = 20
-DRAWS = 1024  # simulated runs per power, a power of 2 (Sobol points, fixed: the same answer every time)
+DRAWS = 4096  # simulated runs per power, a power of 2 (Sobol points, fixed: the same answer every time)
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def run_power(config: ExperimentConfig) -> dict:
             for key, weights in scores.items():
                 d = sum(w * float((matrices[arm][t] - matrices[arms[0]][t]).mean()) for t, w in weights.items())
                 differences[arm][key[1]] = {"difference": d}
-                if key[0] == "columns":  # per benchmark: the MDD alone (the seeds scan costs seconds a score)
+                if levels[name, *key][1] == "decision table":  # elsewhere the MDD alone (a scan costs seconds)
                     level = levels[name, *key][0]
                     differences[arm][key[1]]["seeds_needed"] = seeds_needed(
                         d, lambda s, k=key, a=arm, level=level: (noise_at(k, (arms[0], a)), level))
