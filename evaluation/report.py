@@ -378,8 +378,10 @@ def statistics_notes(report: dict) -> list[str]:
                 family, column = key.split(":")
                 fam = fams[family]
                 beyond = decidable_beyond(cell, (1 - LEVEL) / cell["tests"])
+                bound = ("never: it would take more than 100 points" if fam["scale"] == 100 and beyond > 1
+                         else f"only beyond ±{fam['scale'] * beyond:.{fam['decimals']}f}")
                 undecided.append(f"{row['arm']} − {row['reference']} on {markdown.FAMILY_SHORT[family]}, "
-                                 f"{fam['columns'][column]} (only beyond ±{fam['scale'] * beyond:.{fam['decimals']}f})")
+                                 f"{fam['columns'][column]} ({bound})")
     if undecided:
         notes.append("Not decided at this many seeds: " + "; ".join(undecided) + ". Seeds make most of their noise, and "
                      "each arm's seed variance rests on its seeds − 1 degrees of freedom, so the table can call such a "
