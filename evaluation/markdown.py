@@ -8,7 +8,6 @@ import statistics
 from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
 from corpus.extractors.base import versions_text
-from evaluation.intervals import is_result
 from evaluation.metrics import DECISION
 from evaluation.suite import CATEGORY_TITLES, COLUMNS, Suite
 
@@ -33,28 +32,26 @@ def mean_cell(values: list[float | None], family: dict) -> str:
 
 
 def diff_cell(interval: dict | None, family: dict, mark: bool = False) -> str:
-    """`+0.53 [-1.97, +3.17]`; with `mark`, `*` where the Holm-adjusted test resolves it."""
+    """`+0.53 [-1.97, +3.17]`; with `mark`, `*` where it is a result after Holm's adjustment."""
     if not interval:
         return "-"
-    star = "*" if mark and interval.get("resolved_holm") else ""
+    star = "*" if mark and interval.get("result_holm") else ""
     return (f"{_number(interval['difference'], family, True)}{star} "
             f"[{_number(interval['low'], family, True)}, {_number(interval['high'], family, True)}]")
 
 
-def verdict(interval: dict, family: dict) -> str:
-    """What a difference says: a result (better or worse for the arm), or noise at this run's size."""
-    if is_result(interval):
-        better = (interval["difference"] < 0) == family["lower_is_better"]
-        return "**better**" if better else "**worse**"
-    return "resolved, seeds split" if interval["resolved"] else "noise"
+def verdict(cell: dict) -> str:
+    """What a cell of a decision table says: a result (better or worse for the arm), or why not."""
+    if cell["result"]:
+        return f"**{cell['result']}**"
+    if cell["resolved"]:
+        return "resolved, not after Holm" if cell["seeds_agree"] else "resolved, seeds split"
+    return "noise"
 
 
-def _seed_note(report: dict) -> str:
-    seeds = {len(t["seeds"]) for t in report["table"].values()}
-    if seeds == {1}:
-        return (" With one seed per arm the seeds' noise is not measured: the intervals cover the test documents "
-                "alone.")
-    return ""
+def notes_markdown(report: dict) -> list[str]:
+    return ["Notes on these numbers:", "", *(f"- {note}" for note in report["statistics_notes"])] \
+        if report["statistics_notes"] else []
 
 
 def compared_line(report: dict) -> str:
@@ -80,11 +77,21 @@ def headline_markdown(report: dict) -> list[str]:
         lines.append(f"| {arm} | {len(t['seeds'])} | {max(t['tokens']):,} | "
                      + " | ".join(mean_cell(t["columns"][c], accuracy) for c in COLUMNS)
                      + f" | {mean_cell(t['centered_columns']['average'], accuracy)} |")
+    gaps = report["headline_differences"]
     for arm in arms[1:]:
-        d = accuracy["pairs"][f"{arm} − {ref}"]["columns"]
-        seeds = len(next(iter(d.values()), {}).get("seeds", []))
-        lines.append(f"| {arm} − {ref} | {seeds} | | " + " | ".join(diff_cell(d.get(c), accuracy) for c in COLUMNS)
-                     + f" | {diff_cell(d.get('average_centered'), accuracy)} |")
+        pair = accuracy["pairs"][f"{arm} − {ref}"]
+        if "not_compared" in pair:
+            lines.append(f"| {arm} − {ref} | 0 | | not compared: {pair['not_compared']} |" + " |" * len(COLUMNS))
+            continue
+
+        def cell(column: str, arm=arm, pair=pair) -> str:
+            return diff_cell(pair["columns"].get(column), accuracy) + (" †" if column in gaps.get(arm, {}) else "")
+
+        lines.append(f"| {arm} − {ref} | {len(pair['seeds'])} | | " + " | ".join(cell(c) for c in COLUMNS)
+                     + f" | {cell('average_centered')} |")
+    why = sorted({w for by_column in gaps.values() for w in by_column.values()})
+    if why:
+        lines += ["", "† not the difference of the rows above: the paired difference is taken " + "; or ".join(why) + "."]
     return lines
 
 
@@ -93,20 +100,33 @@ def decision_markdown(report: dict) -> list[str]:
     shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
     if not report["decision"]:
         return []
+    tests = _tests(report["decision"])
     lines = [f"## Decision: each arm against {ref}", "",
-             "A difference is a **result** when its 95% interval excludes zero and every seed agrees in sign "
-             "(`better`/`worse` for the arm); `noise`: this run cannot tell it from zero. Intervals: test documents "
-             "and training seeds (seed variance pooled over the arms), t with Satterthwaite's degrees of freedom "
-             "(evaluation/intervals.py)." + _seed_note(report), "",
+             f"A difference is a **result** (`better`/`worse` for the arm) when it stays resolved after Holm's "
+             f"adjustment over the {tests} differences of this table (family-wise error 5%) and every seed agrees in "
+             "sign; the 95% interval shown is each difference's own, unadjusted. `resolved, not after Holm`: its "
+             "interval excludes zero, but not once the table's other differences are counted; `noise`: this run cannot "
+             "tell it from zero. Intervals: test documents and training seeds, the seed variance each pair's own "
+             "two arms' (never pooled over other arms), a generalized interval on their degrees of freedom "
+             "(evaluation/intervals.py).", "",
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
-    for row in report["decision"]:
-        cells = []
-        for f, c in shown:
-            interval = row[f"{f}:{c}"]
-            cells.append(f"{diff_cell(interval, fams[f])} {verdict(interval, fams[f])}" if interval else "-")
-        lines.append(f"| {row['arm']} − {ref} | " + " | ".join(cells) + " |")
-    return lines
+    lines += [_decision_row(row, shown, fams) for row in report["decision"]]
+    notes = notes_markdown(report)
+    return lines + ([""] + notes if notes else [])
+
+
+def _tests(rows: list[dict]) -> int:
+    """The differences a decision table's Holm adjustment covers (every cell carries the count)."""
+    return next((cell["tests"] for row in rows for cell in row.values() if isinstance(cell, dict)), 0)
+
+
+def _decision_row(row: dict, shown: list[tuple[str, str]], fams: dict) -> str:
+    cells = []
+    for f, c in shown:
+        cell = row[f"{f}:{c}"]
+        cells.append(f"{diff_cell(cell, fams[f])} {verdict(cell)}" if cell else "-")
+    return f"| {row['arm']} − {row['reference']} | " + " | ".join(cells) + " |"
 
 
 def _decision_title(family: dict, name: str, column: str) -> str:
@@ -140,11 +160,13 @@ def unit_table(report: dict, name: str, suite: Suite) -> list[str]:
 
 def family_section(report: dict, name: str, suite: Suite) -> list[str]:
     family = report["families"][name]
+    if not family["finals"]["units"]:
+        return []
     scale = " in %" if family["scale"] == 100 else f" in {family['unit']}"
     lines = [f"## {family['title']}", "",
              f"Mean ± spread across seeds{scale}; differences to {report['reference_arm']} with 95% intervals, `*` "
-             "where the interval still excludes zero after Holm's adjustment over every pair of arms and every "
-             "benchmark of this table.", ""]
+             f"where the difference is a result after Holm's adjustment over every pair of arms and every benchmark of "
+             f"this table ({family['holm_tests']} differences) and every seed agrees in sign.", ""]
     if name != "accuracy":
         lines += column_table(report, name) + [""]
     return lines + unit_table(report, name, suite)
@@ -162,38 +184,38 @@ def column_table(report: dict, name: str) -> list[str]:
 
 
 def pairs_table(report: dict) -> list[str]:
-    """Every pair of arms on the decision's scores."""
+    """Every pair of arms on the decision's scores, Holm over every cell of this table."""
     fams = report["families"]
     shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
-    pairs = list(fams["accuracy"]["pairs"])
-    if not pairs:
+    if not report["every_pair"]:
         return []
-    lines = ["## Every pair of arms", "", "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
-             "|---|" + "---|" * len(shown)]
-    for pair in pairs:
-        cells = []
-        for f, c in shown:
-            interval = fams[f]["pairs"][pair]["columns"].get(c)
-            cells.append(f"{diff_cell(interval, fams[f])} {verdict(interval, fams[f])}" if interval else "-")
-        lines.append(f"| {pair} | " + " | ".join(cells) + " |")
-    return lines
+    tests = _tests(report["every_pair"])
+    lines = ["## Every pair of arms", "",
+             f"As the decision table, with Holm's adjustment over the {tests} differences of this table.", "",
+             "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |", "|---|" + "---|" * len(shown)]
+    return lines + [_decision_row(row, shown, fams) for row in report["every_pair"]]
 
 
 def format_markdown(report: dict) -> list[str]:
     if "clean_text" not in report["families"]:
         return []
     family = report["families"]["clean_text"]
+    tests = sum(len(by_pair) for by_pair in family["interactions"].values())
+    if not tests:
+        return []
     lines = ["## Format-dependent pairs", "",
-             "The same clean text in two views, plain and Markdown: a pair of arms whose difference is a result in "
-             "one view only, or opposite results in the two, depends on the reference's format, not only on what "
-             "the extractor kept (a pair that is noise in both views is noise).", ""]
+             "The same clean text in two views, plain and Markdown. A pair of arms is format-dependent when its "
+             "difference itself changes with the view: the paired interval of (plain − Markdown) of its difference, "
+             "over the same documents and seeds, resolved after Holm's adjustment over the "
+             f"{tests} pairs and sets, every seed agreeing. Its ranking is then about the reference's marks as much as "
+             "about what the extractors kept. A pair whose difference is the same in both views is not flagged, "
+             "whatever each view's own verdict.", ""]
     if not report["format_flags"]:
         return lines + ["No pair of arms depends on the view."]
-    lines += ["| set | pair | plain | Markdown | why |", "|---|---|---|---|---|"]
+    lines += ["| set | pair | plain | Markdown | plain − Markdown | how |", "|---|---|---|---|---|---|"]
     for flag in report["format_flags"]:
-        lines.append(f"| {flag['set']} | {flag['pair']} | {diff_cell(flag['plain'], family)} "
-                     f"{verdict(flag['plain'], family)} | {diff_cell(flag['markdown'], family)} "
-                     f"{verdict(flag['markdown'], family)} | {flag['why']} |")
+        lines.append(f"| {flag['set']} | {flag['pair']} | {diff_cell(flag['plain'], family)} | "
+                     f"{diff_cell(flag['markdown'], family)} | {diff_cell(flag['interaction'], family)} | {flag['why']} |")
     return lines
 
 
@@ -202,16 +224,22 @@ def noise_markdown(report: dict) -> list[str]:
     lines = ["## Signal and noise", "",
              "Seed SD: spread of an arm's score across its seeds (pooled over arms). Checkpoint SD: spread over a "
              f"run's last {k} evaluated checkpoints (pooled over runs; Signal and Noise's noise, trend included). "
-             "Signal: max − min of the arms' scores. SNR: signal / checkpoint SD (and / seed SD). Scores in the "
-             "family's unit (accuracy and p(gold) in points).", "",
-             "| family | score | seed SD | checkpoint SD | signal | SNR | SNR (seeds) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             "Signal: max − min of the arms' scores. Floor: the signal these arms show on average with no true "
+             "difference, at their measured noise; `above`: the signal exceeds the floor's 95th percentile, which "
+             "counts the noise's own uncertainty (`signal_floor_95` in report.json), so pure noise gets there one run "
+             "in twenty. SNR: signal / checkpoint SD (and / seed SD), each beside its value at the floor. Scores in "
+             "the family's unit (accuracy and p(gold) in points).", "",
+             "| family | score | seed SD | checkpoint SD | signal | floor | above | SNR (floor) | SNR seeds (floor) |",
+             "|---|---|---:|---:|---:|---:|---|---:|---:|"]
     for name, family in report["families"].items():
         for kind in ("columns", "units"):
             for score, n in family["noise"][kind].items():
                 title = family["columns"][score] if kind == "columns" else score
-                cells = [_number(n[k], family) if n[k] is not None else "-" for k in ("seed_sd", "checkpoint_sd", "signal")]
-                cells += [f"{n[k]:.2f}" if n[k] is not None else "-" for k in ("snr", "snr_seeds")]
+                cells = [_number(n[k], family) if n[k] is not None else "-"
+                         for k in ("seed_sd", "checkpoint_sd", "signal", "signal_floor")]
+                cells.append({True: "yes", False: "no", None: "-"}[n["above_floor"]])
+                cells += [f"{n[k]:.2f} ({n[k + '_floor']:.2f})" if n[k] is not None and n[k + "_floor"] is not None
+                          else f"{n[k]:.2f}" if n[k] is not None else "-" for k in ("snr", "snr_seeds")]
                 lines.append(f"| {FAMILY_SHORT[name]} | {title} | " + " | ".join(cells) + " |")
     return lines
 

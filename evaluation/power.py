@@ -21,9 +21,18 @@ variance has three parts:
   (/ k^2); the seed shifts correlate across benchmarks by rho_seed (a seed that moves every
   benchmark together): Var_seeds = 2 / S x sum_b sum_b' sigma_b sigma_b' rho_bb' / k^2.
 
-The minimum detectable difference at a two-sided 95% level with 80% power is
-(z_0.975 + z_0.80) x sqrt(Var) = 2.8016 x sqrt(Var) (normal quantiles; with few seeds the report's
-t interval is wider).
+The minimum detectable difference (MDD) is the true difference the report calls a result 80% of
+the time, found by simulating the report's own decision on those noise parts: each arm's seed
+variance estimated from its S seeds, the documents' part from its documents, the generalized
+interval of evaluation/intervals.py, every seed agreeing in sign, and the level of the table the
+score is decided in: a cell of the decision table (each arm against the reference on the
+decision's scores) is tested at 0.05 / its cells, the first step of Holm's adjustment over that
+table, a benchmark at 0.05 / (pairs x benchmarks) (its family's table), any other score (a
+category) at 0.05, an interval and no decision. Normal quantiles with the noise known, as an MDD
+is usually written, promise 80% where the decision then delivered 41-73% (2-5 arms, 2-3 seeds).
+`seeds_needed` runs the same simulation for more seeds; requiring every seed to agree in sign
+makes many seeds harder to agree, so past a point more seeds lower the power of a difference the
+seeds' noise dominates, and the fewest seeds that reach 80% are given, up to MAX_SEEDS.
 
 Assumed mode (what `plan` prints before a run): p = 0.5 (the largest document variance), rho =
 0.5, sigma_seed = 0.5 points per benchmark, phi = 0 and rho_seed = 0 (stated with the result),
@@ -33,10 +42,11 @@ for the suite's accuracy. Item counts are each task's scored split (evaluation/s
 `--from-run` reads the run's evaluated checkpoints (the report's comparison: evaluation/runs.py)
 and measures every parameter per metric family and benchmark: sigma^2 (a document's variance
 within one run), phi and rho (from the seeds x documents layout of every arm and every pair of
-arms), sigma_seed (the seed variance pooled over arms, less the interaction), rho_seed (from the
-average's own seed variance). It prints the minimum detectable difference of each family for the
-configured seeds, and for every arm against the reference arm how many seeds its observed
-difference would need.
+arms), each arm's seed variance of every score, rho_seed (shown, from the average's own seed
+variance). It prints the minimum detectable difference of each score for the configured seeds,
+and for every arm against the reference arm how many seeds its observed difference on the
+decision table's scores would need.
+It needs two evaluated seeds or more: with one, the seeds' noise is not measured, and it refuses.
 """
 
 from __future__ import annotations
@@ -49,18 +59,20 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 
 import numpy as np
+from scipy import optimize, special, stats
+from scipy.stats import qmc
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation.clean_text import clean_text_tasks
-from evaluation.intervals import interaction_variance
-from evaluation.metrics import Family, families
+from evaluation.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
+from evaluation.metrics import DECISION, Family, families
 from evaluation.runs import compare, load_runs
 from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
 
-Z_95_TWO_SIDED = 1.959964
-Z_80_POWER = 0.841621
+POWER = 0.80
 PAPER_EFFECT = 0.0108  # Dripper - Trafilatura on the average, Table 5
-MAX_SEEDS = 100
+MAX_SEEDS = 20
+DRAWS = 4096  # simulated runs per power, a power of 2 (Sobol points, fixed: the same answer every time)
 
 
 @dataclass(frozen=True)
@@ -82,35 +94,107 @@ class UnitNoise:
     seed_std: float  # sigma_seed of the score, net of the seed-by-document part
 
 
-def column_variance(weights: dict[str, float], units: dict[str, dict[str, float]], items: dict[str, int],
-                    noise: dict[str, UnitNoise], seed_correlation: float, seeds: int,
-                    seed_variance: float | None = None) -> float:
-    """Var of the paired difference of sum_b w_b score_b (score_b = sum_t w_bt mean of task t).
-    `seed_variance`: the score's own net seed variance where measured, in place of the one built
-    from the units' seed SDs and one correlation."""
-    documents = 0.0
+@dataclass(frozen=True)
+class ScoreNoise:
+    """The noise of one score's paired difference, in the parts the report measures."""
+
+    fixed: float  # sum_t w_t^2 fixed_t / n_t: the documents' part no seed redraws
+    interaction: float  # sum_t w_t^2 2 sigma_int,t^2 / n_t: both arms' interaction over the documents, at one seed
+    terms: tuple[tuple[float, float, int], ...]  # per task (w^2 fixed_t / n, w^2 2 sigma_int,t^2 / n, n)
+    seed: tuple[float, float]  # each arm's variance of the score across its seeds (shift and interaction)
+
+    def variance(self, seeds: int) -> float:
+        """Var of the paired difference, mean over `seeds` paired seeds."""
+        return self.fixed + sum(self.seed) / seeds
+
+
+def score_noise(weights: dict[str, float], units: dict[str, dict[str, float]], items: dict[str, int],
+                noise: dict[str, UnitNoise], seed_correlation: float) -> ScoreNoise:
+    """The noise of the score sum_b w_b score_b (score_b = sum_t w_bt mean of task t), from each
+    unit's parameters; one seed's shifts correlate by `seed_correlation` across units."""
+    terms = []
     for unit, w in weights.items():
         n = noise[unit]
-        shrink = (1 - n.seed_item_share) + n.seed_item_share / seeds
-        documents += w ** 2 * sum(v ** 2 * 2 * n.item_variance * (1 - n.item_correlation) / items[t] * shrink
-                                  for t, v in units[unit].items())
-    if seed_variance is None:
-        stds = {u: w * noise[u].seed_std for u, w in weights.items()}
-        seed_variance = sum(a * b * (1.0 if u == v else seed_correlation) for u, a in stds.items() for v, b in stds.items())
-    return documents + 2 * seed_variance / seeds
+        paired = 2 * n.item_variance * (1 - n.item_correlation)
+        terms += [((w * v) ** 2 * paired * (1 - n.seed_item_share) / items[t],
+                   (w * v) ** 2 * paired * n.seed_item_share / items[t], items[t]) for t, v in units[unit].items()]
+    stds = {u: w * noise[u].seed_std for u, w in weights.items()}
+    shift = sum(a * b * (1.0 if u == v else seed_correlation) for u, a in stds.items() for v, b in stds.items())
+    interaction = sum(t[1] for t in terms)
+    return ScoreNoise(sum(t[0] for t in terms), interaction, tuple(terms), (shift + interaction / 2,) * 2)
 
 
-def mdd(var: float) -> float:
-    return (Z_95_TWO_SIDED + Z_80_POWER) * math.sqrt(var)
+# ---------------------------------------------------------------- the decision, simulated
 
 
-def seeds_needed(difference: float, var_at) -> int | None:
-    """The fewest paired seeds whose minimum detectable difference is |difference| or less; None if
-    even MAX_SEEDS are not enough (the documents' part alone is then too large) or there is no
-    difference to resolve. At least 2: one seed cannot measure the seed noise a result must beat."""
-    if difference == 0:
+def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float) -> tuple[np.ndarray, float]:
+    """Per simulated run, how far above zero the mean difference must lie for the report to call
+    it a result (the critical difference of its own noise estimates, and every seed's difference
+    on the same side), and the true standard deviation of that mean."""
+    # scrambled Sobol points (fixed seed): the power curve's noise shrinks like 1 / DRAWS, not its root
+    u = qmc.Sobol(2 * seeds + 1, seed=0).random(DRAWS)
+    parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
+    df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
+    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df) else 1.0)
+    shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * math.sqrt(v) for k, v in enumerate(noise.seed)]
+    a, b = (s.var(axis=1, ddof=1) / seeds for s in shifts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seeds_df = np.where(a + b > 0, (a + b) ** 2 / (a ** 2 + b ** 2) * (seeds - 1), np.inf)
+    spread = np.full(DRAWS, noise.interaction / seeds)
+    h = critical_difference(alpha, documents, spread, np.full(DRAWS, df), a + b, seeds_df, tolerance=1e-4)
+    residuals = (shifts[1] - shifts[1].mean(axis=1, keepdims=True)) - (shifts[0] - shifts[0].mean(axis=1, keepdims=True))
+    return np.maximum(h, (-residuals).max(axis=1)), math.sqrt(noise.variance(seeds))
+
+
+def power_at(difference: float, threshold: tuple[np.ndarray, float]) -> float:
+    """The chance the report calls a true `difference` (> 0) a result in its direction."""
+    h, sd = threshold
+    return float(np.mean(special.ndtr((abs(difference) - h) / sd)))
+
+
+def mdd(noise: ScoreNoise, seeds: int, alpha: float) -> float | None:
+    """The true difference the report calls a result 80% of the time; None below two seeds (one
+    seed does not measure the seeds' noise a result must beat) or without any noise (a score that
+    never varies: the report calls nothing there a result)."""
+    if seeds < 2 or noise.variance(seeds) == 0:
         return None
-    return next((s for s in range(2, MAX_SEEDS + 1) if mdd(var_at(s)) <= abs(difference)), None)
+    threshold = decision_threshold(noise, seeds, alpha)
+    high = float(threshold[0].max()) + 10 * threshold[1]
+    return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * high))
+
+
+def seeds_needed(difference: float, noise_at) -> int | None:
+    """The fewest paired seeds (2 to MAX_SEEDS) at which the report calls the true `difference` a
+    result 80% of the time; `noise_at(seeds)` -> (ScoreNoise, alpha). None where none do: the test
+    documents are the limit, or the seeds' noise with every seed required to agree."""
+    noise, alpha = noise_at(MAX_SEEDS)
+    # with the seeds' noise gone the documents' remains: below its normal-theory MDD no seed count will do
+    if abs(difference) < (special.ndtri(1 - alpha / 2) + special.ndtri(POWER)) * math.sqrt(noise.fixed):
+        return None
+    best = 0.0
+    for seeds in range(2, MAX_SEEDS + 1):
+        noise, alpha = noise_at(seeds)
+        power = power_at(difference, decision_threshold(noise, seeds, alpha))
+        if power >= POWER:
+            return seeds
+        if power < best - 0.05:  # past its peak: more seeds only lower it
+            return None
+        best = max(best, power)
+    return None
+
+
+def table_levels(fams: dict[str, Family], arms: int) -> dict[tuple[str, str, str], tuple[float, str]]:
+    """(family, "columns" | "units", score) -> the level it is decided at, and in which table."""
+    decision = [(f, c) for f, c in DECISION if f in fams and c in fams[f].columns]
+    alpha = 1 - LEVEL
+    out = {}
+    for name, family in fams.items():
+        for column in family.columns:
+            out[name, "columns", column] = ((alpha / ((arms - 1) * len(decision)), "decision table")
+                                            if (name, column) in decision and arms > 1 else (alpha, "interval"))
+        for unit in family.units:
+            out[name, "units", unit] = (alpha / (max(1, arms * (arms - 1) // 2) * len(family.units)), "per-benchmark table")
+    return out
 
 
 # ---------------------------------------------------------------- assumed noise
@@ -128,19 +212,19 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
     return out
 
 
-def minimum_detectable_differences(items: dict[str, list[int]], suite: Suite, seeds: int,
-                                   a: PowerAssumptions = PowerAssumptions()) -> dict[str, float]:
-    """The MDD of the average, each category and each benchmark (fractions, not points), with the
-    same assumed noise for every benchmark."""
+def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions()) \
+        -> dict[str, ScoreNoise]:
+    """The noise of the accuracy average, each category and each benchmark, with the same assumed
+    noise for every benchmark."""
     units = {b.name: {f"{b.name}/{i}": 1 / len(b.tasks) for i in range(len(b.tasks))} for b in suite.benchmarks}
     counts = {f"{b.name}/{i}": n for b in suite.benchmarks for i, n in enumerate(items[b.name])}
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
     noise = {b.name: same for b in suite.benchmarks}
     groups = {"average": suite.benchmarks, **{c: [b for b in suite.benchmarks if b.category == c] for c in CATEGORIES}}
-    out = {name: mdd(column_variance({b.name: 1 / len(bs) for b in bs}, units, counts, noise, a.seed_correlation, seeds))
+    out = {name: score_noise({b.name: 1 / len(bs) for b in bs}, units, counts, noise, a.seed_correlation)
            for name, bs in groups.items()}
     for b in suite.benchmarks:
-        out[b.name] = mdd(column_variance({b.name: 1.0}, units, counts, noise, a.seed_correlation, seeds))
+        out[b.name] = score_noise({b.name: 1.0}, units, counts, noise, a.seed_correlation)
     return out
 
 
@@ -148,20 +232,27 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     suite = load_suite()
     seeds = len(config.pretrain.seeds) if config.pretrain else 1
     items = task_items(config, suite)
-    mdd_ = minimum_detectable_differences(items, suite, seeds, a)
-    return {"method": "paired difference, two-sided 95% level, 80% power; see evaluation/power.py",
-            "assumptions": asdict(a), "seeds": seeds, "items": items, "mdd": mdd_,
-            "paper_effect": PAPER_EFFECT, "resolves_paper_effect": mdd_["average"] <= PAPER_EFFECT}
+    clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
+    levels = table_levels(families(suite, clean), len(config.arms))
+    noise = assumed_noise(items, suite, a)
+    level = {name: levels["accuracy", "columns" if name in ("average", *CATEGORIES) else "units", name] for name in noise}
+    mdd_ = {name: mdd(n, seeds, level[name][0]) for name, n in noise.items()}
+    return {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
+                      "the table each score is decided in; 80% power; see evaluation/power.py",
+            "assumptions": asdict(a), "seeds": seeds, "arms": len(config.arms), "items": items, "mdd": mdd_,
+            "levels": {name: {"alpha": v[0], "table": v[1]} for name, v in level.items()},
+            "paper_effect": PAPER_EFFECT,
+            "resolves_paper_effect": mdd_["average"] is not None and mdd_["average"] <= PAPER_EFFECT}
 
 
 # ---------------------------------------------------------------- measured noise
 
 
 def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
-        -> tuple[dict[str, UnitNoise], float, dict[str, float]]:
-    """Per unit of the family its noise, rho_seed, and each column's own net seed variance (the
-    units' SDs are clipped at zero one by one, which can understate a column's), from every arm's
-    seeds x documents matrices (arm -> task -> matrix, the report's comparison)."""
+        -> tuple[dict[str, UnitNoise], dict[str, tuple[float, float]], float]:
+    """Per unit of the family its noise (for display), per task its per-document fixed paired
+    variance (not clipped at zero) and seed-by-document interaction (per arm), and rho_seed, from
+    every arm's seeds x documents matrices (arm -> task -> matrix, the report's comparison)."""
     arms = list(matrices)
 
     def pooled(values: list[tuple[float, int]]) -> float:  # (value, weight) pairs
@@ -170,14 +261,14 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
 
     interaction = {t: pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()])
                    for t in family.task_keys()}
+    # unclipped (an average over runs stays unbiased); clipped at zero where used
+    fixed = {t: pooled([(float(np.var((matrices[b][t] - matrices[a][t]).mean(axis=0), ddof=1))
+                         - 2 * interaction[t] / len(matrices[a][t]), 1) for a, b in combinations(arms, 2)])
+             for t in family.task_keys()}
 
     def seed_net(weights: dict[str, float]) -> float:
         """sigma_seed^2 of a weighted score, pooled over arms, less the interaction over its documents."""
-        values = []
-        for m in matrices.values():
-            if len(next(iter(m.values()))) > 1:
-                score = sum(w * m[t].mean(axis=1) for t, w in weights.items())
-                values.append((float(np.var(score, ddof=1)), len(score) - 1))
+        values = [(float(np.var(score, ddof=1)), len(score) - 1) for score in (arm_scores(m, weights) for m in matrices.values())]
         part = sum(w ** 2 * interaction[t] / next(iter(matrices.values()))[t].shape[1] for t, w in weights.items())
         return max(0.0, pooled(values) - part)
 
@@ -185,14 +276,10 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
     for unit, tasks in family.units.items():
         sigma2 = sum(w * pooled([(float(np.var(row, ddof=1)), 1) for m in matrices.values() for row in m[t]])
                      for t, w in tasks.items())
-        fixed = sum(w * pooled([(float(np.var((matrices[b][t] - matrices[a][t]).mean(axis=0), ddof=1))
-                                 - 2 * interaction[t] / len(matrices[a][t]), 1) for a, b in combinations(arms, 2)])
-                    for t, w in tasks.items())
         inter = sum(w * 2 * interaction[t] for t, w in tasks.items())
-        paired = max(0.0, fixed) + inter  # one seed's paired document variance, 2 sigma^2 (1 - rho)
+        paired = sum(w * max(0.0, fixed[t]) for t, w in tasks.items()) + inter  # one seed's paired document variance
         noise[unit] = UnitNoise(item_variance=sigma2, item_correlation=1 - paired / (2 * sigma2) if sigma2 else 0.0,
-                                seed_item_share=inter / paired if paired else 0.0,
-                                seed_std=math.sqrt(seed_net(tasks)))
+                                seed_item_share=inter / paired if paired else 0.0, seed_std=math.sqrt(seed_net(tasks)))
     correlation = 0.0
     if "average" in family.columns and len(family.columns["average"]) > 1:
         weights = family.columns["average"]
@@ -201,61 +288,92 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
         cross = sum(stds.values()) ** 2 - own
         if cross > 0:
             correlation = min(1.0, max(-1.0, (seed_net(family.task_weights("average")) - own) / cross))
-    return noise, correlation, {column: seed_net(family.task_weights(column)) for column in family.columns}
+    return noise, {t: (fixed[t], interaction[t]) for t in fixed}, correlation
+
+
+def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
+                         seed: tuple[float, float]) -> ScoreNoise:
+    """A score's noise from its tasks' measured per-document parts and two arms' seed variances."""
+    terms = tuple((w ** 2 * max(0.0, tasks[t][0]) / items[t], w ** 2 * 2 * tasks[t][1] / items[t], items[t])
+                  for t, w in weights.items())
+    return ScoreNoise(sum(t[0] for t in terms), sum(t[1] for t in terms), terms, seed)
 
 
 def run_power(config: ExperimentConfig) -> dict:
     """Measured noise per family, the MDD of every column and unit for the configured seeds, and
-    the seeds every arm's observed difference to the reference arm would need."""
+    the seeds every arm's observed difference to the reference arm would need. With fewer than two
+    seeds evaluated for every arm, `error` says so and nothing is measured."""
     suite = load_suite()
     clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
     comparison = compare(load_runs(config), config.evaluation.average_last if config.evaluation else 1)
     arms = [arm for arm in config.arms if arm in comparison.by_arm]
     paired = sorted(set.intersection(*(set(comparison.by_arm[a]) for a in arms))) if arms else []
     seeds = len(config.pretrain.seeds)
-    out = {"method": "paired difference, two-sided 95% level, 80% power, noise measured from the run; "
-                     "see evaluation/power.py", "seeds": seeds, "compared_steps": comparison.steps, "arms": arms,
-           "measured_on_seeds": paired, "families": {}}
-    for name, family in families(suite, clean).items():
+    out = {"method": "the report's decision simulated with noise measured from the run; see evaluation/power.py",
+           "seeds": seeds, "compared_steps": comparison.steps, "arms": arms, "measured_on_seeds": paired, "families": {}}
+    if arms and len(paired) < 2:
+        out["error"] = (f"seed noise is not measured: {len(paired)} seed{'s' if len(paired) != 1 else ''} "
+                        f"({paired}) evaluated for every arm at the compared step, and the seeds' noise needs 2 or more. "
+                        "Until a second seed is evaluated, `python -m evaluation.power CONFIG` (without --from-run) "
+                        "gives the power under assumed noise (--seed-std).")
+        return out
+    measurable = {name: f for name, f in families(suite, clean).items() if len(arms) > 1
+                  and all(comparison.documents(t, key) for t, key in f.task_keys().items())}
+    levels = table_levels(measurable, len(arms))  # the decision table holds the scores the run has
+    for name, family in measurable.items():
         keys = family.task_keys()
-        if len(arms) < 2 or not paired or any(not comparison.documents(t, keys[t]) for t in keys):
-            continue
         matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms}
-        noise, correlation, column_seed = measured_noise(family, matrices)
+        noise, tasks, correlation = measured_noise(family, matrices)
         items = {t: matrices[arms[0]][t].shape[1] for t in keys}
+        scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
+                  **{("units", u): dict(w) for u, w in family.units.items()}}
+        arm_seed = {key: {arm: float(np.var(arm_scores(matrices[arm], weights), ddof=1)) for arm in arms}
+                    for key, weights in scores.items()}
 
-        def var_at(score: str, weights: dict[str, float], s: int, noise=noise, correlation=correlation, items=items,
-                   family=family, column_seed=column_seed) -> float:
-            return column_variance(weights, family.units, items, noise, correlation, s, column_seed.get(score))
+        def noise_at(key, pair, tasks=tasks, items=items, arm_seed=arm_seed, scores=scores):
+            seed = arm_seed[key]
+            both = (float(np.mean(list(seed.values()))),) * 2 if pair is None else (seed[pair[0]], seed[pair[1]])
+            return measured_score_noise(scores[key], tasks, items, both)
 
-        scores = {**{c: family.columns[c] for c in family.columns if c != "average_centered"},
-                  **{u: {u: 1.0} for u in family.units}}
         differences = {}
         for arm in arms[1:]:
             differences[arm] = {}
-            for score, weights in scores.items():
-                d = sum(w * v * float((matrices[arm][t] - matrices[arms[0]][t]).mean())
-                        for u, w in weights.items() for t, v in family.units[u].items())
-                differences[arm][score] = {"difference": d,
-                                           "seeds_needed": seeds_needed(d, lambda s, c=score, w=weights: var_at(c, w, s))}
+            for key, weights in scores.items():
+                d = sum(w * float((matrices[arm][t] - matrices[arms[0]][t]).mean()) for t, w in weights.items())
+                differences[arm][key[1]] = {"difference": d}
+                if levels[name, *key][1] == "decision table":  # elsewhere the MDD alone (a scan costs seconds)
+                    level = levels[name, *key][0]
+                    differences[arm][key[1]]["seeds_needed"] = seeds_needed(
+                        d, lambda s, k=key, a=arm, level=level: (noise_at(k, (arms[0], a)), level))
         out["families"][name] = {
             "title": family.title, "scale": family.scale, "unit": family.unit, "items": items,
             "noise": {u: asdict(n) for u, n in noise.items()}, "seed_correlation": correlation,
-            "mdd": {score: mdd(var_at(score, weights, seeds)) for score, weights in scores.items()},
-            "titles": {score: family.column_titles.get(score, score) for score in scores},
+            "arm_seed_sd": {key[1]: {arm: math.sqrt(v) for arm, v in by_arm.items()} for key, by_arm in arm_seed.items()},
+            "mdd": {key[1]: mdd(noise_at(key, None), seeds, levels[name, *key][0]) for key in scores},
+            "levels": {key[1]: {"alpha": levels[name, *key][0], "table": levels[name, *key][1]} for key in scores},
+            "titles": {key[1]: family.column_titles.get(key[1], key[1]) for key in scores},
             "differences": differences}
     return out
 
 
+def mdd_text(value: float | None, scale: float, decimals: int) -> str:
+    """An MDD in the score's unit; a fraction (shown in points) past 100 points is out of reach."""
+    if value is None:
+        return "-"
+    return f">{100:.{decimals}f}" if scale == 100 and value > 1 else f"{scale * value:.{decimals}f}"
+
+
 def print_power(report: dict) -> None:
     a = report["assumptions"]
-    print(f"Minimum detectable difference (95% level, 80% power, {report['seeds']} paired seeds; "
-          f"assumed accuracy {a['accuracy']:.2f}, item correlation {a['item_correlation']:.2f}, "
-          f"seed std {100 * a['seed_std']:.2f} points per benchmark, seed-by-document share "
-          f"{a['seed_item_share']:.2f}, seed correlation across benchmarks {a['seed_correlation']:.2f}):")
+    print(f"Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
+          f"seeds, {report['arms']} arms; assumed accuracy {a['accuracy']:.2f}, item correlation "
+          f"{a['item_correlation']:.2f}, seed std {100 * a['seed_std']:.2f} points per benchmark, seed-by-document "
+          f"share {a['seed_item_share']:.2f}, seed correlation across benchmarks {a['seed_correlation']:.2f}):")
     titles = {"average": "Avg", **CATEGORY_TITLES}
     for key, title in titles.items():
-        print(f"  {title:<18} {100 * report['mdd'][key]:5.2f} points")
+        value, level = report["mdd"][key], report["levels"][key]
+        shown = f"{mdd_text(value, 100, 2):>7} points" if value is not None else "  needs 2 seeds or more"
+        print(f"  {title:<18} {shown}  ({level['table']}, tested at {level['alpha']:.4g})")
     verdict = "can" if report["resolves_paper_effect"] else "cannot"
     print(f"  this run {verdict} resolve an effect the size of the paper's "
           f"+{100 * report['paper_effect']:.2f} points on the average")
@@ -266,12 +384,16 @@ def print_run_power(report: dict) -> None:
     if not report["families"]:
         print("no two arms with evaluated checkpoints at a common step: nothing measured yet")
         return
-    print(f"Noise measured at step {steps[-1] if steps else '-'} of {', '.join(report['arms'])}; minimum detectable "
-          f"difference with {report['seeds']} paired seeds (95% level, 80% power):")
+    print(f"Noise measured at step {steps[-1] if steps else '-'} of {', '.join(report['arms'])} on seeds "
+          f"{report['measured_on_seeds']}; minimum detectable difference with the configured {report['seeds']} paired "
+          "seeds (the report calls it a result 80% of the time, at the level of the table that decides it; '>100': "
+          "out of reach of a score in points). seed sd: net of the seed-by-document part (0: the seeds spread no "
+          "more than that part explains); diff, seeds: each arm's difference to the reference and the fewest seeds "
+          f"that resolve it 80% of the time (>{MAX_SEEDS}: none up to {MAX_SEEDS}):")
     for f in report["families"].values():
         decimals = 2 if f["scale"] == 100 else 3
         print(f"\n{f['title']} ({f['unit']}); seed correlation across benchmarks {f['seed_correlation']:.2f}")
-        print(f"  {'score':<28}{'MDD':>9}  sigma2  rho   phi   seed sd"
+        print(f"  {'score':<28}{'MDD':>9}  {'tested at':<10} sigma2  rho   phi   seed sd"
               + "".join(f"  {arm + ': diff, seeds':>26}" for arm in f["differences"]))
         for score, value in f["mdd"].items():
             n = f["noise"].get(score)
@@ -279,9 +401,11 @@ def print_run_power(report: dict) -> None:
                       f"{f['scale'] * n['seed_std']:7.{decimals}f}") if n else " " * 31
             cells = ""
             for d in f["differences"].values():
-                needed = d[score]["seeds_needed"] or (">100" if d[score]["difference"] else "-")
+                needed = "" if "seeds_needed" not in d[score] else d[score]["seeds_needed"] or (
+                    f">{MAX_SEEDS}" if d[score]["difference"] else "-")
                 cells += f"  {f['scale'] * d[score]['difference']:+14.{decimals}f}, {needed:>9}"
-            print(f"  {f['titles'][score]:<28}{f['scale'] * value:9.{decimals}f}{params}{cells}")
+            shown = f"{mdd_text(value, f['scale'], decimals):>9}"
+            print(f"  {f['titles'][score]:<28}{shown}  {f['levels'][score]['alpha']:<10.4g}{params}{cells}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     config = load_experiment_or_exit(args.config)
     if args.from_run:
         report = run_power(config)
+        if "error" in report:
+            print(f"evaluation.power --from-run: {report['error']}", file=sys.stderr)
+            return 2
         printer = print_run_power
     else:
         report = power_report(config, PowerAssumptions(args.accuracy, args.item_correlation, args.seed_std / 100,

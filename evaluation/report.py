@@ -17,13 +17,18 @@ difference of every pair of arms) and `curves_<family>.png`.
   of the gold answer and the probability on it per benchmark, and bits per byte on clean web
   text in two views (evaluation/clean_text.py), its own category.
 - Differences between every pair of arms come with 95% intervals sound with 2-3 seeds
-  (evaluation/intervals.py). A difference is a result when its interval excludes zero and every
-  seed agrees in sign; the decision table opens the comparison with exactly that, per arm against
-  the reference arm (the config's first). Per-benchmark marks are Holm-adjusted over every pair
-  and benchmark of the family.
-- Noise measured from the run and the signal-to-noise ratio per family and score
-  (evaluation/noise.py); the clean-text pairs whose sign or resolution changes with the view are
+  (evaluation/intervals.py: each pair's own seed variance, a generalized interval). The decision
+  table opens the comparison, per arm against the reference arm (the config's first): a
+  difference is a result when it stays resolved after Holm's adjustment over every cell of the
+  table and every seed agrees in sign; the every-pair table is adjusted over its own cells, the
+  per-benchmark marks over every pair and benchmark of the family.
+- Noise measured from the run and the signal-to-noise ratio per family and score, beside the
+  floor it has with no difference (evaluation/noise.py); the clean-text pairs whose difference
+  itself changes with the view (the view-by-arm interaction, Holm over pairs and sets) are
   flagged as format-dependent.
+- Notes on what the numbers rest on where it is less than the method assumes: one seed, arms that
+  share no seed, seeds that change nothing, cells not decidable at this many seeds, headline
+  differences that are not the difference of the rows above them.
 - Missing pieces (runs not evaluated, tasks absent, checkpoints or documents that differ between
   runs) are listed, and everything that exists is still reported.
 """
@@ -38,6 +43,8 @@ import sys
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
+
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
 from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, minhash_scope_line, rows_by_name
@@ -45,8 +52,17 @@ from corpus.extractors.base import versions_text
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation import markdown
-from evaluation.clean_text import clean_text_tasks
-from evaluation.intervals import holm, is_result, paired_interval, seed_variance
+from evaluation.clean_text import CleanTextTask, clean_text_tasks
+from evaluation.intervals import (
+    LEVEL,
+    Matrices,
+    decidable_beyond,
+    holm,
+    interaction_variance,
+    intervals,
+    seed_variance,
+    task_pair,
+)
 from evaluation.metrics import DECISION, Family, families
 from evaluation.noise import signal_and_noise
 from evaluation.plots import plot_curves
@@ -123,8 +139,7 @@ def checkpoint_scores(comparison: Comparison, family: Family) -> dict:
         entry = {kind: {} for kind in ("units", "columns")}
         for (kind, name), weights in family.scores().items():
             for note in filter(None, (short_log(run, task) for task in weights)):
-                if note not in comparison.notes:
-                    comparison.notes.append(note)
+                comparison.note(note)
             score = run_score(run, weights, keys)
             entry[kind][name] = None if score is None else score - family.offsets.get(name, 0.0)
         out.setdefault(run.arm, {}).setdefault(str(run.seed), {})[str(run.step)] = entry
@@ -141,79 +156,239 @@ def last_checkpoints(scores: dict, kind: str, name: str, last_step: int, k: int)
     return out
 
 
-def family_report(family: Family, comparison: Comparison, arms: list[str], noise_k: int) -> dict:
+def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[str, list[int]],
+                 views: dict[str, dict[str, np.ndarray]] | None = None, bounds: bool = True) -> dict:
+    """Every score of a family per arm and seed, and the paired difference of every pair of arms on
+    it, from per-document values: `matrices`, arm -> task -> its seeds x documents (rows in the
+    order of `seeds_of[arm]`, the same documents for every arm; a task without documents absent).
+    `views`: clean-text set -> arm -> seeds x documents of plain − Markdown, on the documents both
+    views share: the view-by-arm interaction of every pair. Per-benchmark differences are
+    Holm-adjusted over every pair and benchmark of the family. `bounds=False`: p-values without the
+    intervals' bounds (bench/calibration.py, thousands of runs)."""
+    arms = list(matrices)
+    present = set.intersection(*(set(m) for m in matrices.values())) if arms else set()
+    scores = {key: w for key, w in family.scores().items() if set(w) <= present}
+    finals: dict[str, dict] = {"units": {}, "columns": {}}
+    variances = {}
+    means = {arm: {t: x.mean(axis=1) for t, x in m.items()} for arm, m in matrices.items()}
+    for (kind, name), weights in scores.items():
+        per_seed = {arm: sum(w * means[arm][t] for t, w in weights.items()) for arm in arms}
+        offset = family.offsets.get(name, 0.0)
+        finals[kind][name] = {arm: [float(v) - offset for v in values] for arm, values in per_seed.items()}
+        variances[kind, name] = {arm: seed_variance(values) for arm, values in per_seed.items()}
+    view_variances = {s: {arm: seed_variance(m.mean(axis=1)) for arm, m in by_arm.items()} for s, by_arm in (views or {}).items()}
+    pairs: dict[str, dict] = {}
+    interactions: dict[str, dict] = {s: {} for s in views or {}}
+    batch, where = [], []
+    known: dict[tuple, float] = {}  # (arm, task, rows) -> its interaction variance, shared by the arm's pairs
+
+    def interaction(arm: str, task: str, rows: list[int]) -> float:
+        key = (arm, task, tuple(rows))
+        if key not in known:
+            known[key] = interaction_variance(matrices[arm][task][rows])
+        return known[key]
+
+    for a, b in combinations(arms, 2):
+        name = f"{b} − {a}"
+        paired = sorted(set(seeds_of[a]) & set(seeds_of[b]))
+        pairs[name] = {"units": {}, "columns": {}, "seeds": paired}
+        if not paired:
+            pairs[name]["not_compared"] = f"no seed in common ({a}: seeds {seeds_of[a]}, {b}: seeds {seeds_of[b]})"
+            continue
+        rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
+        tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]],
+                              (interaction(a, t, rows[a]), interaction(b, t, rows[b]))) for t in present}
+        for (kind, score), weights in scores.items():
+            batch.append((tasks, weights, variances[kind, score][a], variances[kind, score][b]))
+            where.append((pairs[name][kind], score, paired))
+        for s, by_arm in (views or {}).items():
+            view = {s: task_pair(by_arm[a][rows[a]], by_arm[b][rows[b]])}
+            batch.append((view, {s: 1.0}, view_variances[s][a], view_variances[s][b]))
+            where.append((interactions[s], name, paired))
+    for (target, key, paired), interval in zip(where, intervals(batch, bounds=bounds), strict=True):
+        target[key] = interval.to_json() | {"seeds": paired}
+    tests = [(pair, unit) for pair, p in pairs.items() for unit in p["units"]]
+    for (pair, unit), adjusted in zip(tests, holm([pairs[pair]["units"][unit]["p"] for pair, unit in tests]), strict=True):
+        cell = pairs[pair]["units"][unit]
+        cell |= {"p_holm": adjusted, "resolved_holm": adjusted < 1 - LEVEL,
+                 "result_holm": adjusted < 1 - LEVEL and cell["seeds_agree"]}
+    unvaried = [arm for arm, m in matrices.items() if len(seeds_of[arm]) > 1 and all(np.ptp(x, axis=0).max() == 0
+                                                                                      for x in m.values() if x.size)]
+    return {"title": family.title, "lower_is_better": family.lower_is_better, "scale": family.scale, "unit": family.unit,
+            "decimals": family.decimals, "units": {u: sorted(t) for u, t in family.units.items()},
+            "columns": {c: family.column_titles[c] for c in family.columns},
+            "finals": finals, "pairs": pairs, "interactions": interactions, "unvaried_seeds": unvaried,
+            "holm_tests": len(tests)}
+
+
+def view_differences(comparison: Comparison, arms: list[str], seeds_of: dict[str, list[int]],
+                     clean: list[CleanTextTask]) -> dict[str, dict[str, np.ndarray]]:
+    """Per clean-text set with both views: arm -> seeds x documents of plain − Markdown, on the
+    documents (by doc_id: the same page in both views) both views compared."""
+    out = {}
+    for name in dict.fromkeys(t.set for t in clean):
+        tasks = {t.view: t.task for t in clean if t.set == name}
+        if set(tasks) != {"plain", "markdown"}:
+            continue
+        docs = {view: comparison.documents(task, "clean_bpb") for view, task in tasks.items()}
+        position = {view: {doc_id: i for i, (_, doc_id) in enumerate(d)} for view, d in docs.items()}
+        shared = sorted(set(position["plain"]) & set(position["markdown"]))
+        if len(shared) < 2:
+            continue
+        if len(shared) < max(len(d) for d in docs.values()):
+            comparison.note(f"clean text {name}: the views are compared on the {len(shared)} documents both logged")
+        columns = {view: [position[view][i] for i in shared] for view in tasks}
+        out[name] = {arm: comparison.matrix(arm, seeds_of[arm], tasks["plain"], "clean_bpb")[:, columns["plain"]]
+                     - comparison.matrix(arm, seeds_of[arm], tasks["markdown"], "clean_bpb")[:, columns["markdown"]]
+                     for arm in arms}
+    return out
+
+
+def family_report(family: Family, comparison: Comparison, arms: list[str], noise_k: int,
+                  clean: list[CleanTextTask] = ()) -> dict:
     """A family's scores at every checkpoint, its final scores per arm and seed, the paired
     difference of every pair of arms, and its signal and noise."""
     keys = family.task_keys()
     scores = checkpoint_scores(comparison, family)
-    finals, noise = {"units": {}, "columns": {}}, {"units": {}, "columns": {}}
-    pairs: dict[str, dict] = {f"{b} − {a}": {"units": {}, "columns": {}} for a, b in combinations(arms, 2)}
     seeds_of = {arm: sorted(comparison.by_arm[arm]) for arm in arms}
-    for (kind, name), weights in family.scores().items():
-        if not arms or any(not comparison.documents(t, keys[t]) for t in weights):
-            continue
-        matrices = {arm: {t: comparison.matrix(arm, seeds_of[arm], t, keys[t]) for t in weights} for arm in arms}
-        offset = family.offsets.get(name, 0.0)
-        finals[kind][name] = {arm: [float(sum(w * m[t][i].mean() for t, w in weights.items())) - offset
-                                    for i in range(len(seeds_of[arm]))] for arm, m in matrices.items()}
-        seeds = seed_variance(list(matrices.values()), weights)
-        for a, b in combinations(arms, 2):
-            paired = sorted(set(seeds_of[a]) & set(seeds_of[b]))
-            rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
-            interval = paired_interval({t: m[rows[a]] for t, m in matrices[a].items()},
-                                       {t: m[rows[b]] for t, m in matrices[b].items()}, weights, seeds)
-            pairs[f"{b} − {a}"][kind][name] = interval.to_json() | {"seeds": paired}
-        noise[kind][name] = signal_and_noise(finals[kind][name],
-                                             last_checkpoints(scores, kind, name, comparison.steps[-1], noise_k))
-        noise[kind][name]["seed_variance_df"] = seeds.df
-    tests = [(pair, unit) for pair, p in pairs.items() for unit in p["units"]]
-    for (pair, unit), adjusted in zip(tests, holm([pairs[pair]["units"][unit]["p"] for pair, unit in tests]), strict=True):
-        pairs[pair]["units"][unit] |= {"p_holm": adjusted, "resolved_holm": adjusted < 0.05}
-    return {"title": family.title, "lower_is_better": family.lower_is_better, "scale": family.scale, "unit": family.unit,
-            "decimals": family.decimals, "units": {u: sorted(t) for u, t in family.units.items()},
-            "columns": {c: family.column_titles[c] for c in family.columns},
-            "checkpoints": scores, "finals": finals, "pairs": pairs, "noise": noise}
+    matrices = {arm: {t: comparison.matrix(arm, seeds_of[arm], t, keys[t]) for t in keys if comparison.documents(t, keys[t])}
+                for arm in arms}
+    views = view_differences(comparison, arms, seeds_of, clean) if family.name == "clean_text" else None
+    compared = compare_arms(family, matrices, seeds_of, views)
+    noise: dict[str, dict] = {"units": {}, "columns": {}}
+    for kind, by_name in compared["finals"].items():
+        for name, finals in by_name.items():
+            pairs = [p[kind][name] for p in compared["pairs"].values() if name in p[kind] and p[kind][name]["se"] > 0]
+            noise[kind][name] = signal_and_noise(finals, last_checkpoints(scores, kind, name, comparison.steps[-1], noise_k),
+                                                 pairs)
+    return compared | {"checkpoints": scores, "noise": noise}
+
+
+# ---------------------------------------------------------------- the tables a user reads as decisions
+
+
+def _decide(cells: list[dict], lower_is_better: list[bool]) -> None:
+    """Holm over the cells of one table (intervals, copied): each gets `p_holm` and its `result`,
+    better or worse for the arm where the adjusted p is below 0.05 and every seed agrees, else None."""
+    for cell, adjusted, lower in zip(cells, holm([c["p"] for c in cells]), lower_is_better, strict=True):
+        better = (cell["difference"] < 0) == lower
+        cell |= {"p_holm": adjusted, "tests": len(cells),
+                 "result": ("better" if better else "worse") if adjusted < 1 - LEVEL and cell["seeds_agree"] else None}
+
+
+def _table(report: dict, pairs: list[tuple[str, str]]) -> list[dict]:
+    """One row per pair (arm, reference) on the decision's scores, Holm over every cell shown."""
+    rows, cells, lower = [], [], []
+    for arm, ref in pairs:
+        row = {"arm": arm, "reference": ref}
+        for family, column in DECISION:
+            fam = report["families"].get(family, {})
+            interval = fam.get("pairs", {}).get(f"{arm} − {ref}", {}).get("columns", {}).get(column)
+            row[f"{family}:{column}"] = dict(interval) if interval else None
+            if interval:
+                cells.append(row[f"{family}:{column}"])
+                lower.append(fam["lower_is_better"])
+        rows.append(row)
+    _decide(cells, lower)
+    return rows
 
 
 def decision_rows(report: dict) -> list[dict]:
     """Per arm against the reference arm: accuracy average, continuous average (bits per byte of
-    the gold answers), clean-text bits per byte in each view."""
-    ref, rows = report["reference_arm"], []
-    for arm in report["arms"][1:]:
-        row = {"arm": arm, "reference": ref}
-        for family, column in DECISION:
-            interval = report["families"].get(family, {}).get("pairs", {}).get(f"{arm} − {ref}", {}) \
-                .get("columns", {}).get(column)
-            row[f"{family}:{column}"] = interval
-        rows.append(row)
-    return rows
+    the gold answers), clean-text bits per byte in each view; Holm over every cell of the table."""
+    ref = report["reference_arm"]
+    return _table(report, [(arm, ref) for arm in report["arms"][1:]])
 
 
-def format_flags(report: dict, config: ExperimentConfig) -> list[dict]:
-    """Every pair of arms whose clean-text difference is a result in one view of a set and not in
-    the other, or a result in both with opposite signs. A pair that is noise in both views is
-    noise, whatever the signs of its two differences."""
+def every_pair_rows(report: dict) -> list[dict]:
+    """Every pair of arms on the decision's scores; Holm over every cell of this table."""
+    return _table(report, [(b, a) for a, b in combinations(report["arms"], 2)])
+
+
+def format_flags(report: dict) -> list[dict]:
+    """Every pair of arms whose clean-text difference changes with the view: the paired interval of
+    plain − Markdown (the view-by-arm interaction) resolved after Holm over every pair and set, and
+    every seed agreeing. Two differences of the same size in both views are no flag, whatever each
+    view's own verdict."""
     family = report["families"].get("clean_text")
     if not family:
         return []
+    tests = [(s, pair, dict(i)) for s, by_pair in family["interactions"].items() for pair, i in by_pair.items()]
     flags = []
-    for s in config.evaluation.clean_text.sets:
-        if len(s.views) < 2:
-            continue
-        plain, markdown = (f"clean_text_{s.name}_{view}" for view in ("plain", "markdown"))
-        for pair, p in family["pairs"].items():
-            a, b = p["units"].get(plain), p["units"].get(markdown)
-            if not a or not b:
-                continue
-            flipped = (a["difference"] > 0) != (b["difference"] > 0)
-            if is_result(a) and is_result(b) and flipped:
-                why = "opposite results"
-            elif is_result(a) != is_result(b):
-                why = f"a result in {'plain text' if is_result(a) else 'Markdown'} only" + (", the sign flips" if flipped else "")
-            else:
-                continue
-            flags.append({"set": s.name, "pair": pair, "plain": a, "markdown": b, "why": why})
+    for (s, pair, interaction), adjusted in zip(tests, holm([i["p"] for _, _, i in tests]), strict=True):
+        interaction |= {"p_holm": adjusted, "tests": len(tests)}
+        if adjusted < 1 - LEVEL and interaction["seeds_agree"]:
+            plain, markdown = (family["pairs"][pair]["units"].get(f"clean_text_{s}_{view}") for view in ("plain", "markdown"))
+            flipped = plain and markdown and (plain["difference"] > 0) != (markdown["difference"] > 0)
+            flags.append({"set": s, "pair": pair, "plain": plain, "markdown": markdown, "interaction": interaction,
+                          "why": "the sign flips" if flipped else
+                          f"{'larger' if abs(plain['difference']) > abs(markdown['difference']) else 'smaller'} in plain text"})
     return flags
+
+
+def headline_differences(report: dict) -> dict[str, dict[str, str]]:
+    """Per arm and headline column where the paired difference is not the difference of the arms'
+    rows above it (lm-eval's scores, every seed and document), why not."""
+    out: dict[str, dict[str, str]] = {}
+    table, ref, accuracy = report["table"], report["reference_arm"], report["families"]["accuracy"]
+    for arm in report["arms"][1:]:
+        pair = accuracy["pairs"][f"{arm} − {ref}"]
+        for column in (*COLUMNS, "average_centered"):
+            rows = [table[a]["centered_columns" if column == "average_centered" else "columns"][column.replace("_centered", "")]
+                    for a in (arm, ref)]
+            interval = pair["columns"].get(column)
+            if not interval or any(v is None for r in rows for v in r):
+                continue
+            gap = statistics.fmean(rows[0]) - statistics.fmean(rows[1]) - interval["difference"]
+            if abs(gap) * accuracy["scale"] < 0.5 * 10 ** -accuracy["decimals"]:
+                continue
+            seeds = [table[a]["seeds"] for a in (arm, ref)]
+            why = (f"on the paired seeds {pair['seeds']} (the rows: {arm} {seeds[0]}, {ref} {seeds[1]})"
+                   if seeds[0] != pair["seeds"] or seeds[1] != pair["seeds"] else
+                   "on the documents every compared run logged alike (the rows: lm-eval's scores over every document "
+                   "it scored; see Missing or left out)")
+            out.setdefault(arm, {})[column] = why
+    return out
+
+
+def statistics_notes(report: dict) -> list[str]:
+    """What the intervals and decisions rest on, where it is less than the method assumes."""
+    notes, fams, table = [], report["families"], report["table"]
+    for pair, p in fams.get("accuracy", {}).get("pairs", {}).items():
+        if "not_compared" in p:
+            notes.append(f"{pair}: not compared, {p['not_compared']}.")
+    single = [arm for arm in report["arms"] if len(table[arm]["seeds"]) == 1]
+    if single and len(single) == len(report["arms"]):
+        notes.append("One seed per arm: the seeds' noise is not measured, and the intervals cover the test documents "
+                     "alone.")
+    elif single:
+        notes.append(f"{', '.join(single)}: one seed, so the seeds' noise of every pair with "
+                     f"{'it' if len(single) == 1 else 'them'} is not measured: those intervals cover the test documents "
+                     "alone.")
+    unvaried = {name: f["unvaried_seeds"] for name, f in fams.items() if f.get("unvaried_seeds")}
+    if unvaried:
+        notes.append("Every seed gave the same value on every document (" + "; ".join(
+            f"{', '.join(arms)} on {markdown.FAMILY_SHORT[name]}" for name, arms in unvaried.items())
+            + "): the seeds measured no noise there. Check that the seed reaches the initial weights and the data order; "
+            "where both arms of a pair are so, its interval covers the test documents alone.")
+    undecided = []
+    for row in report["decision"]:
+        for key, cell in row.items():
+            if isinstance(cell, dict) and not cell["result"] and cell["df_seeds"] is not None and cell["df_seeds"] < 3 \
+                    and cell["seed_part"] > 0.5:
+                family, column = key.split(":")
+                fam = fams[family]
+                beyond = decidable_beyond(cell, (1 - LEVEL) / cell["tests"])
+                bound = ("never: it would take more than 100 points" if fam["scale"] == 100 and beyond > 1
+                         else f"only beyond ±{fam['scale'] * beyond:.{fam['decimals']}f}")
+                undecided.append(f"{row['arm']} − {row['reference']} on {markdown.FAMILY_SHORT[family]}, "
+                                 f"{fam['columns'][column]} ({bound})")
+    if undecided:
+        notes.append("Not decided at this many seeds: " + "; ".join(undecided) + ". Seeds make most of their noise, and "
+                     "each arm's seed variance rests on its seeds − 1 degrees of freedom, so the table can call such a "
+                     "difference a result only beyond the bound given (`python -m evaluation.power CONFIG --from-run` "
+                     "says how many seeds would resolve it).")
+    return notes
 
 
 # ---------------------------------------------------------------- where each arm's text came from
@@ -294,10 +469,13 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
               "average_last": evaluation.average_last if evaluation else 1,
               "noise_checkpoints": evaluation.noise_checkpoints if evaluation else 3,
               "table": headline_table(comparison, suite, arms),
-              "families": {name: family_report(f, comparison, arms, evaluation.noise_checkpoints if evaluation else 3)
+              "families": {name: family_report(f, comparison, arms, evaluation.noise_checkpoints if evaluation else 3, clean)
                            for name, f in families(suite, clean).items()} if arms else {}}
     report["decision"] = decision_rows(report) if arms else []
-    report["format_flags"] = format_flags(report, config) if arms else []
+    report["every_pair"] = every_pair_rows(report) if arms else []
+    report["format_flags"] = format_flags(report) if arms else []
+    report["headline_differences"] = headline_differences(report) if arms else {}
+    report["statistics_notes"] = statistics_notes(report) if arms else []
     report["clean_text_tasks"] = [{"task": t.task, "set": t.set, "view": t.view} for t in clean]
     arm_ledgers = ledgers(config)
     report |= {"extraction": extraction_context(config, arm_ledgers), "ledgers": arm_ledgers,

@@ -114,6 +114,11 @@ class Comparison:
                 out.setdefault(run.arm, {}).setdefault(run.seed, []).append(run)
         return out
 
+    def note(self, text: str) -> None:
+        """A note for the report, once however many callers find the same thing."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     @property
     def compared(self) -> list[Run]:
         return [r for seeds in self.by_arm.values() for rs in seeds.values() for r in rs]
@@ -126,7 +131,7 @@ class Comparison:
             docs = [d for d in self._common[task]
                     if all(value_name(key) in r.documents(task).values[d] for r in self.compared)]
             if len(docs) < len(self._common[task]):
-                self.notes.append(f"{task}: {len(self._common[task]) - len(docs)} documents have no {key} in some run's "
+                self.note(f"{task}: {len(self._common[task]) - len(docs)} documents have no {key} in some run's "
                                   f"log: {key} is compared on {len(docs)}")
             self._with_key[task, key] = docs
         return self._with_key[task, key]
@@ -140,15 +145,15 @@ class Comparison:
         common = [d for d in every if all(d in t.hashes for t in logged)]
         for run, t in zip(runs, logged, strict=True):
             if note := short_log(run, task):
-                self.notes.append(note)
+                self.note(note)
             elif len(t.hashes) < len(every):
-                self.notes.append(f"{task}: {run.label()} lacks {len(every) - len(t.hashes)} documents other runs logged")
+                self.note(f"{task}: {run.label()} lacks {len(every) - len(t.hashes)} documents other runs logged")
         same = [d for d in common if len({t.hashes[d] for t in logged}) == 1]
         if len(same) < len(common):
-            self.notes.append(f"{task}: {len(common) - len(same)} documents differ between runs under one doc_id "
+            self.note(f"{task}: {len(common) - len(same)} documents differ between runs under one doc_id "
                               "(different doc_hash): left out")
         if len(same) < len(every):
-            self.notes.append(f"{task}: compared on the {len(same)} of {len(every)} documents every run logged alike")
+            self.note(f"{task}: compared on the {len(same)} of {len(every)} documents every run logged alike")
         return same
 
     def matrix(self, arm: str, seeds: list[int], task: str, key: str) -> np.ndarray:

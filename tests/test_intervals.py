@@ -1,80 +1,140 @@
-"""The paired interval's coverage in a seeded simulation, with 2 and 3 seeds and small or large
-seed noise, and Holm's adjustment on a hand example."""
+"""The paired interval: coverage in a seeded simulation (2 and 3 seeds, small or large seed noise,
+one arm noisier), the generalized interval against exact t quantiles, the tails a corrected table
+reads, and Holm's adjustment on a hand example."""
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from evaluation.intervals import holm, interaction_variance, paired_interval, seed_variance
+from evaluation.intervals import (
+    arm_scores,
+    critical_difference,
+    holm,
+    interaction_variance,
+    paired_interval,
+    seed_variance,
+    tail_probability,
+)
 
 ARMS, BENCHMARKS, DOCUMENTS = 5, 13, 100
 EFFECT = 0.02  # arm 1 answers 2 points more often than arm 0, on every benchmark
 
 
-def simulate(rng, seeds: int, seed_common: float, seed_own: float) -> list[dict[str, np.ndarray]]:
+def simulate(rng, seeds: int, seed_common: float, seed_own: float, noisier: float = 1.0) -> list[dict[str, np.ndarray]]:
     """Per arm: benchmark -> seeds x documents of 0/1 answers. A document's chance of being right
     is its difficulty (drawn anew each experiment), plus the arm's effect, plus the arm's own
     leaning on that document (fixed across seeds), plus the seed's shift: one part moves every
-    benchmark of the arm together (`seed_common`), one part each benchmark alone (`seed_own`)."""
+    benchmark of the arm together (`seed_common`), one part each benchmark alone (`seed_own`);
+    arm 1's shifts are `noisier` times the others'."""
     difficulty = rng.uniform(0.2, 0.8, size=(BENCHMARKS, DOCUMENTS))
     arms = []
     for arm in range(ARMS):
+        scale = noisier if arm == 1 else 1.0
         leaning = rng.normal(0, 0.05, size=(BENCHMARKS, DOCUMENTS))
-        shift = rng.normal(0, seed_common, size=(seeds, 1)) + rng.normal(0, seed_own, size=(seeds, BENCHMARKS))
+        shift = scale * (rng.normal(0, seed_common, size=(seeds, 1)) + rng.normal(0, seed_own, size=(seeds, BENCHMARKS)))
         p = difficulty[None] + leaning[None] + shift[:, :, None] + (EFFECT if arm == 1 else 0.0)
         answers = (rng.random(p.shape) < np.clip(p, 0, 1)).astype(float)  # seeds x benchmarks x documents
         arms.append({f"b{b}": answers[:, b, :] for b in range(BENCHMARKS)})
     return arms
 
 
+def interval(reference, other, weights):
+    return paired_interval(reference, other, weights,
+                           (seed_variance(arm_scores(reference, weights)), seed_variance(arm_scores(other, weights))))
+
+
 @pytest.mark.parametrize("seeds", [2, 3])
-@pytest.mark.parametrize("seed_common,seed_own", [(0.0, 0.002), (0.015, 0.01)], ids=["small seed noise", "large seed noise"])
-def test_interval_covers_the_true_difference_at_the_nominal_rate(seeds, seed_common, seed_own):
-    rng = np.random.default_rng(1000 * seeds + int(1e4 * seed_common))
+@pytest.mark.parametrize("seed_common,seed_own,noisier", [(0.0, 0.002, 1.0), (0.015, 0.01, 1.0), (0.015, 0.01, 3.0)],
+                         ids=["small seed noise", "large seed noise", "arm 1 3x noisier"])
+def test_interval_covers_the_true_difference_at_the_nominal_rate(seeds, seed_common, seed_own, noisier):
+    rng = np.random.default_rng(1000 * seeds + int(1e4 * seed_common) + int(noisier))
     average = {f"b{b}": 1 / BENCHMARKS for b in range(BENCHMARKS)}
     single = {"b0": 1.0}
     covered = {"average": 0, "one benchmark": 0}
-    experiments = 400
+    experiments = 300
     for _ in range(experiments):
-        arms = simulate(rng, seeds, seed_common, seed_own)
+        arms = simulate(rng, seeds, seed_common, seed_own, noisier)
         for name, weights in (("average", average), ("one benchmark", single)):
-            interval = paired_interval(arms[0], arms[1], weights, seed_variance(arms, weights))
-            covered[name] += interval.low <= EFFECT <= interval.high
+            i = interval(arms[0], arms[1], weights)
+            covered[name] += i.low <= EFFECT <= i.high
     for name, hits in covered.items():
-        assert 0.92 <= hits / experiments <= 0.985, (name, hits / experiments)
+        assert 0.93 <= hits / experiments <= 1.0, (name, hits / experiments)
+
+
+def test_the_generalized_interval_is_a_t_where_one_part_is_all_the_noise():
+    for df in (1, 2, 3, 7.5, 40):
+        for alpha in (0.05, 0.05 / 16, 0.05 / 130):
+            exact = stats.t.isf(alpha / 2, df)
+            seeds_only = critical_difference(alpha, [0.0], [0.0], [1.0], [1.0], [df])[0]
+            documents_only = critical_difference(alpha, [1.0], [0.0], [df], [0.0], [1.0])[0]
+            # 1 degree of freedom at 0.05/130 is a t of quantile 1,655: resolved to 3%; the documents'
+            # part has fewer nodes, and 2 degrees of freedom or (many) more: a task has 3 documents or more
+            assert seeds_only == pytest.approx(exact, rel=0.03 if df == 1 else 2e-3)
+            if df > 1:
+                assert documents_only == pytest.approx(exact, rel=0.05 if df == 2 else 5e-3)
+            assert tail_probability([seeds_only], [0.0], [0.0], [1.0], [1.0], [df])[0] == pytest.approx(alpha, rel=1e-6)
+
+
+@pytest.mark.parametrize("documents_share", [0.03, 0.3, 3.0])
+def test_tails_stay_at_most_nominal_where_seeds_measured_on_two_degrees_of_freedom_dominate(documents_share):
+    """Satterthwaite's t had 2-6x nominal tails here: a seed variance small by chance raised its
+    degrees of freedom too. The generalized p-value may be conservative, never liberal."""
+    rng = np.random.default_rng(7)
+    n, df, documents_df = 100_000, 2, 300
+    d = rng.normal(0, np.sqrt(documents_share + 1), n)  # the seeds' part is 1
+    documents = documents_share * rng.chisquare(documents_df, n) / documents_df
+    seeds = rng.chisquare(df, n) / df
+    p = tail_probability(np.abs(d), documents, np.zeros(n), np.full(n, documents_df), seeds, np.full(n, df))
+    for alpha in (0.05, 0.05 / 16):
+        assert np.mean(p < alpha) <= 1.25 * alpha, (alpha, np.mean(p < alpha) / alpha)
 
 
 def test_variances_and_interval_match_a_hand_computation():
     ref = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])  # 2 seeds x 3 documents
     # residuals x - row means - column means + grand mean: [[1/3, -1/6, -1/6], [-1/3, 1/6, 1/6]]
     assert interaction_variance(ref) == pytest.approx((2 * (1 / 9) + 4 * (1 / 36)) / 2)  # 1/6
-    other = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 1.0]])  # seed means 1, 2/3; residuals +-1/6, +-1/3, 0
+    # the other arm: the reference shifted by seed (+0.5, +0.1): every document moves alike, so the
+    # documents' part is zero and the interval is a t on the seeds' part alone
+    other = ref + np.array([[0.5], [0.1]])
     assert interaction_variance(other) == pytest.approx(1 / 6)
-    # seed means 2/3, 1/3 (variance 1/18) and 1, 2/3 (1/18): pooled over 2 degrees of freedom
-    seeds = seed_variance([{"t": ref}, {"t": other}], {"t": 1.0})
-    assert seeds.df == 2 and seeds.variance == pytest.approx(1 / 18)
-    interval = paired_interval({"t": ref}, {"t": other}, {"t": 1.0}, seeds)
-    # seed-mean differences per document: 1/2, 1/2, 0 (variance 1/12, over 3 documents: 1/36);
-    # less the interaction (1/6 + 1/6) / (3 documents x 2 seeds) = 1/18: nothing left of the documents;
-    # seeds: 2 x 1/18 / 2 = 1/18 on 2 degrees of freedom
-    assert interval.difference == pytest.approx(1 / 3) and interval.se == pytest.approx(np.sqrt(1 / 18))
-    assert interval.df == pytest.approx(2) and interval.seed_part == pytest.approx(1.0)
-    assert interval.high == pytest.approx(1 / 3 + 4.302653 * np.sqrt(1 / 18), abs=1e-5)
-    assert interval.per_seed == pytest.approx([1 / 3, 1 / 3]) and interval.seeds_agree
+    seeds = seed_variance(arm_scores({"t": ref}, {"t": 1.0})), seed_variance(arm_scores({"t": other}, {"t": 1.0}))
+    # seed means 2/3, 1/3 (variance 1/18) and 7/6, 13/30 (variance 0.269...), one degree of freedom each
+    assert seeds[0].df == seeds[1].df == 1 and seeds[0].variance == pytest.approx(1 / 18)
+    assert seeds[1].variance == pytest.approx(np.var([7 / 6, 13 / 30], ddof=1))
+    i = paired_interval({"t": ref}, {"t": other}, {"t": 1.0}, seeds)
+    a, b = seeds[0].variance / 2, seeds[1].variance / 2
+    welch = (a + b) ** 2 / (a ** 2 + b ** 2)
+    assert i.difference == pytest.approx(0.3) and i.se == pytest.approx(np.sqrt(a + b))
+    assert i.var_documents == pytest.approx(0, abs=1e-20) and i.df_seeds == pytest.approx(welch)
+    assert i.seed_part == pytest.approx(1.0)
+    assert i.high == pytest.approx(0.3 + stats.t.isf(0.025, welch) * i.se, rel=1e-3)
+    assert i.per_seed == pytest.approx([0.5, 0.1]) and i.seeds_agree
+    assert i.p == pytest.approx(2 * stats.t.sf(0.3 / i.se, welch), rel=1e-3)
 
 
 def test_interval_with_one_seed_covers_the_documents_alone():
     reference = {"t": np.array([[0.0, 1.0, 0.0, 1.0]])}
     other = {"t": np.array([[1.0, 1.0, 1.0, 1.0]])}
-    interval = paired_interval(reference, other, {"t": 1.0}, seed_variance([reference, other], {"t": 1.0}))
-    assert interval.difference == 0.5 and interval.seed_part == 0 and interval.df == pytest.approx(3)
-    assert interval.se == pytest.approx(np.sqrt(np.var([1, 0, 1, 0], ddof=1) / 4))
-    assert interval.seeds_agree and interval.per_seed == [0.5]
+    i = interval(reference, other, {"t": 1.0})
+    assert i.difference == 0.5 and i.seed_part == 0 and i.df_documents == pytest.approx(3) and i.df_seeds is None
+    assert i.se == pytest.approx(np.sqrt(np.var([1, 0, 1, 0], ddof=1) / 4))
+    assert i.high == pytest.approx(0.5 + stats.t.isf(0.025, 3) * i.se, rel=1e-4)
+    assert i.seeds_agree and i.per_seed == [0.5]
+
+
+def test_the_bounds_are_where_the_p_value_crosses_five_percent():
+    rng = np.random.default_rng(3)
+    arms = simulate(rng, 3, 0.015, 0.01)
+    i = interval(arms[0], arms[2], {f"b{b}": 1 / BENCHMARKS for b in range(BENCHMARKS)})
+    parts = [i.var_documents], [i.var_interaction], [i.df_documents], [i.var_seeds], [i.df_seeds]
+    assert tail_probability([i.high - i.difference], *parts)[0] == pytest.approx(0.05, rel=1e-6)
+    assert i.high - i.difference == pytest.approx(i.difference - i.low)
 
 
 def test_no_measured_variation_is_never_a_result():
     reference, other = {"t": np.array([[0.0]])}, {"t": np.array([[1.0]])}  # one document, one seed
-    interval = paired_interval(reference, other, {"t": 1.0}, seed_variance([reference, other], {"t": 1.0}))
-    assert interval.difference == 1.0 and interval.se == 0 and interval.p == 1.0 and not interval.resolved
+    i = interval(reference, other, {"t": 1.0})
+    assert i.difference == 1.0 and i.se == 0 and i.p == 1.0 and not i.resolved
 
 
 def test_holm_adjusts_step_down():

@@ -1,18 +1,19 @@
-"""The minimum detectable difference against hand computations: assumed noise on made-up item
-counts, the two explicit parameters, and noise measured from a hand-made run."""
+"""The minimum detectable difference: the noise parts against hand computations, the MDD against
+a brute-force simulation of the report's decision, measured noise from a hand-made run, and the
+refusal to measure seed noise from one seed."""
 
 import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation import power
-from evaluation.power import PowerAssumptions, UnitNoise, column_variance, minimum_detectable_differences
+from evaluation.intervals import tail_probability
+from evaluation.power import PowerAssumptions, ScoreNoise, UnitNoise, assumed_noise, mdd, score_noise
 from evaluation.suite import Suite, load_suite
-
-Z = 1.959964 + 0.841621  # two-sided 95% + 80% power
 
 SUITE = Suite.model_validate({"headline": "standard", "benchmarks": [
     {"name": "A", "category": "knowledge", "tasks": ["a"], "score": "acc", "chance": 0.25, "items": [100]},
@@ -22,52 +23,86 @@ SUITE = Suite.model_validate({"headline": "standard", "benchmarks": [
 ]})
 
 
-def test_mdd_matches_a_hand_computation():
+def test_assumed_noise_matches_a_hand_computation():
     items = {b.name: b.items for b in SUITE.benchmarks}
-    mdd = minimum_detectable_differences(items, SUITE, seeds=4, a=PowerAssumptions(0.5, 0.5, 0.01))
-    # item variance of a task: 2 x 0.5 x 0.5 x (1 - 0.5) / n = 0.25 / n; B is the mean of two tasks
+    noise = assumed_noise(items, SUITE, PowerAssumptions(0.5, 0.5, 0.01))
+    # a task's paired document variance: 2 x 0.5 x 0.5 x (1 - 0.5) / n = 0.25 / n; B is the mean of two tasks
     a, b, c, d = 0.25 / 100, (0.25 / 200 + 0.25 / 50) / 4, 0.25 / 400, 0.25 / 25
-    seed = 2 * 0.01 ** 2 / 4
-    assert mdd["average"] == pytest.approx(Z * math.sqrt((a + b + c + d) / 16 + seed / 4))
-    assert mdd["knowledge"] == pytest.approx(Z * math.sqrt((a + b) / 4 + seed / 2))
-    assert mdd["reading"] == pytest.approx(Z * math.sqrt(d + seed))
-    assert mdd["B"] == pytest.approx(Z * math.sqrt(b + seed))
-    assert mdd["average"] == pytest.approx(0.0854574, abs=1e-6)
+    assert noise["average"].variance(4) == pytest.approx((a + b + c + d) / 16 + 2 * 0.01 ** 2 / 4 / 4)
+    assert noise["knowledge"].variance(4) == pytest.approx((a + b) / 4 + 2 * 0.01 ** 2 / 4 / 2)
+    assert noise["B"].variance(4) == pytest.approx(b + 2 * 0.01 ** 2 / 4)
+    assert [t[0] for t in noise["B"].terms] == pytest.approx([0.25 * 0.25 / 200, 0.25 * 0.25 / 50])
+    assert [t[1:] for t in noise["B"].terms] == [(0, 200), (0, 50)]
 
 
 def test_seed_by_document_share_and_seed_correlation_are_explicit():
     items = {b.name: b.items for b in SUITE.benchmarks}
-    mdd = minimum_detectable_differences(items, SUITE, seeds=4, a=PowerAssumptions(0.5, 0.5, 0.01, 0.6, 0.5))
-    # 60% of a document's paired variance is redrawn by each seed: x (0.4 + 0.6 / 4)
-    a, b, c, d = (v * (0.4 + 0.6 / 4) for v in (0.25 / 100, (0.25 / 200 + 0.25 / 50) / 4, 0.25 / 400, 0.25 / 25))
+    noise = assumed_noise(items, SUITE, PowerAssumptions(0.5, 0.5, 0.01, 0.6, 0.5))["average"]
+    docs = (0.25 / 100 + (0.25 / 200 + 0.25 / 50) / 4 + 0.25 / 400 + 0.25 / 25) / 16
+    # 60% of a document's paired variance is redrawn by each seed; each arm's seed variance holds its half
+    assert noise.fixed == pytest.approx(0.4 * docs) and noise.interaction == pytest.approx(0.6 * docs)
     # four benchmarks' seed shifts correlated by 0.5: var of their mean = sigma^2 (1 + 3 x 0.5) / 4
-    seed = 2 * 0.01 ** 2 / 4 * (1 + 3 * 0.5) / 4
-    assert mdd["average"] == pytest.approx(Z * math.sqrt((a + b + c + d) / 16 + seed))
+    shift = 0.01 ** 2 * (1 + 3 * 0.5) / 4
+    assert noise.seed == pytest.approx((shift + 0.3 * docs,) * 2)
+    assert noise.variance(4) == pytest.approx(0.4 * docs + 0.6 * docs / 4 + 2 * shift / 4)
+
+
+def test_score_noise_on_made_up_units():
+    units = {"x": {"x1": 1.0}, "y": {"y1": 0.5, "y2": 0.5}}
+    items = {"x1": 10, "y1": 20, "y2": 40}
+    noise = {"x": UnitNoise(0.2, 0.25, 0.5, 0.03), "y": UnitNoise(0.1, 0.5, 0.0, 0.01)}
+    n = score_noise({"x": 0.5, "y": 0.5}, units, items, noise, seed_correlation=0.4)
+    paired_x, paired_y = 2 * 0.2 * 0.75, 2 * 0.1 * 0.5
+    assert n.fixed == pytest.approx(0.25 * paired_x * 0.5 / 10 + 0.0625 * paired_y * (1 / 20 + 1 / 40))
+    assert n.interaction == pytest.approx(0.25 * paired_x * 0.5 / 10)
+    shift = 0.25 * 0.03 ** 2 + 0.25 * 0.01 ** 2 + 2 * 0.4 * 0.5 * 0.03 * 0.5 * 0.01
+    assert n.seed == pytest.approx((shift + n.interaction / 2,) * 2)
+
+
+def brute_force_power(noise: ScoreNoise, seeds: int, alpha: float, difference: float, runs: int = 4000) -> float:
+    """The report's decision on simulated runs, drawn whole: the documents' estimate, each arm's
+    seeds, the mean difference; a result where the p-value is below alpha and every seed agrees."""
+    rng = np.random.default_rng(11)
+    df = sum(f + i / seeds for f, i, _ in noise.terms) ** 2 / sum((f + i / seeds) ** 2 / (n - 1) for f, i, n in noise.terms)
+    documents = (noise.fixed + noise.interaction / seeds) * rng.chisquare(df, runs) / df
+    fixed = rng.normal(difference, math.sqrt(noise.fixed), runs)
+    a, b = (rng.normal(0, math.sqrt(v), (runs, seeds)) for v in noise.seed)
+    per_seed = fixed[:, None] + b - a
+    va, vb = a.var(axis=1, ddof=1) / seeds, b.var(axis=1, ddof=1) / seeds
+    p = tail_probability(np.abs(per_seed.mean(axis=1)), documents, np.full(runs, noise.interaction / seeds),
+                         np.full(runs, df), va + vb, (va + vb) ** 2 / (va ** 2 + vb ** 2) * (seeds - 1))
+    return float(np.mean((p < alpha) & (per_seed > 0).all(axis=1)))
+
+
+@pytest.mark.parametrize("seeds,alpha", [(2, 0.05), (3, 0.05 / 16), (5, 0.05 / 4)])
+def test_power_at_the_mdd_is_eighty_percent_in_a_brute_force_simulation(seeds, alpha):
+    items = {b.name: b.items for b in SUITE.benchmarks}
+    noise = assumed_noise(items, SUITE, PowerAssumptions(0.6, 0.4, 0.01, 0.3, 0.2))["average"]
+    value = mdd(noise, seeds, alpha)
+    assert brute_force_power(noise, seeds, alpha, value) == pytest.approx(0.80, abs=0.025)
+    # normal quantiles with the noise known promise 80% at a far smaller difference
+    normal = (stats.norm.isf(alpha / 2) + stats.norm.ppf(0.8)) * math.sqrt(noise.variance(seeds))
+    assert normal < value and brute_force_power(noise, seeds, alpha, normal) < 0.77
+
+
+def test_mdd_needs_two_seeds_and_tends_to_normal_quantiles_with_many_documents():
+    noise = ScoreNoise(fixed=1.0, interaction=0.0, terms=((1.0, 0.0, 10 ** 6),), seed=(0.0, 0.0))
+    assert mdd(noise, 1, 0.05) is None
+    assert mdd(noise, 2, 0.05) == pytest.approx(stats.norm.isf(0.025) + stats.norm.ppf(0.8), rel=0.02)
 
 
 def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path):
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "offline_items": 40})
+    raw["pretrain"]["seeds"] = [1, 2]
     config = ExperimentConfig.model_validate(raw)
     assert set(n for ns in power.task_items(config, load_suite()).values() for n in ns) == {40}
-    few = power.power_report(config)["mdd"]["average"]
+    few = power.power_report(config)
+    # one arm against the reference on two decision scores (the accuracy and bits-per-byte averages)
+    assert few["levels"]["average"]["table"] == "decision table" and few["levels"]["average"]["alpha"] == pytest.approx(0.025)
     raw["pretrain"]["seeds"] = [1, 2, 3, 4, 5]
     raw["evaluation"] = {"tasks": "hub"}
     many = power.power_report(ExperimentConfig.model_validate(raw))
-    assert many["mdd"]["average"] < few and many["items"]["COPA"] == [100]
-
-
-def test_column_variance_on_made_up_noise():
-    units = {"x": {"x1": 1.0}, "y": {"y1": 0.5, "y2": 0.5}}
-    items = {"x1": 10, "y1": 20, "y2": 40}
-    noise = {"x": UnitNoise(0.2, 0.25, 0.5, 0.03), "y": UnitNoise(0.1, 0.5, 0.0, 0.01)}
-    var = column_variance({"x": 0.5, "y": 0.5}, units, items, noise, seed_correlation=0.4, seeds=3)
-    docs_x = 2 * 0.2 * 0.75 / 10 * (0.5 + 0.5 / 3)
-    docs_y = 0.25 * (2 * 0.1 * 0.5 / 20 + 2 * 0.1 * 0.5 / 40)
-    seeds = 2 / 3 * (0.25 * 0.03 ** 2 + 0.25 * 0.01 ** 2 + 2 * 0.4 * 0.5 * 0.03 * 0.5 * 0.01)
-    assert var == pytest.approx(0.25 * docs_x + 0.25 * docs_y + seeds)
-    # a column's own measured seed variance, where given, replaces the one built from the units'
-    measured = column_variance({"x": 0.5, "y": 0.5}, units, items, noise, seed_correlation=0.4, seeds=3, seed_variance=0.002)
-    assert measured == pytest.approx(0.25 * docs_x + 0.25 * docs_y + 2 * 0.002 / 3)
+    assert many["mdd"]["average"] < few["mdd"]["average"] and many["items"]["COPA"] == [100]
 
 
 def test_power_from_a_run_equals_a_hand_computation(tmp_path):
@@ -87,11 +122,40 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path):
     assert noise["item_variance"] == pytest.approx(7 / 24) and noise["seed_item_share"] == 0
     assert noise["item_correlation"] == pytest.approx(1 - 0.25 / (2 * 7 / 24)) and noise["seed_std"] == pytest.approx(0.25)
     assert accuracy["seed_correlation"] == pytest.approx(1.0)  # every benchmark shifts together
-    # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; seeds: 2 x 0.0625 / S
-    documents = (12 * 0.0625 + 0.03125) / 169
-    assert accuracy["mdd"]["average"] == pytest.approx(Z * math.sqrt(documents + 2 * 0.0625 / 2))
+    assert accuracy["arm_seed_sd"]["average"] == pytest.approx({"a": math.sqrt(0.125), "b": 0.0})
+    # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; each arm's
+    # seed variance 0.125 and 0; the decision table: one arm on the accuracy average (no other score has values)
+    weights = {t: w for t, w in power.families(suite, []).get("accuracy").task_weights("average").items()}
+    terms = tuple((w ** 2 * 0.25 / 4, 0.0, 4) for w in weights.values())
+    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625))
+    assert accuracy["mdd"]["average"] == pytest.approx(mdd(by_hand, 2, 0.05))
     observed = accuracy["differences"]["b"]["average"]
     assert observed["difference"] == pytest.approx(0.5)
-    needed = next(s for s in range(1, 100) if Z * math.sqrt(documents + 0.125 / s) <= 0.5)
-    assert observed["seeds_needed"] == needed == 5
-    assert np.isfinite(accuracy["mdd"]["MMLU"])
+    # arm a's seeds differ by 0.5: every seed agreeing in sign gets no likelier with more seeds, and none reach 80%
+    pair = ScoreNoise(by_hand.fixed, 0.0, terms, (0.125, 0.0))
+    assert observed["seeds_needed"] is None
+    assert all(power.power_at(0.5, power.decision_threshold(pair, s, 0.05)) < 0.8 for s in (2, 6, 12))
+    assert "seeds_needed" not in accuracy["differences"]["b"]["MMLU"] and np.isfinite(accuracy["mdd"]["MMLU"])
+
+
+def test_seeds_needed_is_the_fewest_that_reach_eighty_percent():
+    noise = ScoreNoise(fixed=1e-4, interaction=0.0, terms=((1e-4, 0.0, 500),), seed=(1e-4, 1e-4))
+    needed = power.seeds_needed(0.05, lambda s: (noise, 0.05 / 4))
+    assert needed > 2 and power.power_at(0.05, power.decision_threshold(noise, needed, 0.05 / 4)) >= 0.8
+    assert power.power_at(0.05, power.decision_threshold(noise, needed - 1, 0.05 / 4)) < 0.8
+    assert power.seeds_needed(0.01, lambda s: (noise, 0.05 / 4)) is None  # below what the documents alone allow
+
+
+def test_power_from_a_run_with_one_seed_refuses(tmp_path, capsys):
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline"})
+    raw["pretrain"]["seeds"] = [1, 2]
+    config = ExperimentConfig.model_validate(raw)
+    suite = load_suite()
+    for arm in ("a", "b"):  # seed 2 not evaluated yet
+        write_eval_run(config, arm, 1, 5, {t: metric_samples(suite.benchmark_of(t).score, [1, 0, 1, 0])
+                                           for t in suite.all_tasks()})
+    path = tmp_path / "exp.yaml"
+    path.write_text(__import__("json").dumps(raw))
+    assert power.main([str(path), "--from-run"]) == 2
+    err = capsys.readouterr().err
+    assert "seed noise is not measured: 1 seed ([1])" in err and "without --from-run" in err

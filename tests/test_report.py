@@ -1,6 +1,7 @@
 """The report's maths on hand-made result files: known scores in, known tables, intervals, notes out."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation.markdown import report_markdown
-from evaluation.report import build_report, category_means, centered, main
+from evaluation.report import build_report, category_means, centered, decision_rows, main
 from evaluation.suite import load_suite
 
 SUITE = load_suite()
@@ -132,10 +133,14 @@ def test_a_missing_document_is_reported_and_every_run_compared_on_the_same_ones(
     write_run(config, "b", 1, 5, short, scored={"mmlu_continuation": 40})
     report = build_report(config, SUITE)
     notes = report["comparison_notes"]
-    assert "mmlu_continuation: b seed 1 step 5 logged 30 of the 40 documents lm-eval scored" in notes
+    assert notes.count("mmlu_continuation: b seed 1 step 5 logged 30 of the 40 documents lm-eval scored") == 1
     assert "mmlu_continuation: compared on the 30 of 40 documents every run logged alike" in notes
     mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
     assert mmlu["difference"] == pytest.approx(1.0 - 20 / 30)  # the same 30 documents on both sides
+    # the headline's rows are lm-eval's (b: 30 right of the 40 it scored); the difference row says why it differs
+    assert "documents every compared run logged alike" in report["headline_differences"]["b"]["average"]
+    text = report_markdown(report, SUITE)
+    assert text.count("logged 30 of the 40 documents") == 1 and "† not the difference of the rows above" in text
 
 
 def test_a_short_log_of_a_checkpoint_not_compared_is_named_and_left_out_of_the_curves(tmp_path):
@@ -174,12 +179,83 @@ def test_clean_text_decision_table_format_flags_and_every_pair(tmp_path):
     assert clean["finals"]["units"]["clean_text_web_plain"]["b"][0] == pytest.approx(0.5, abs=0.01)  # 50 bits / 100 bytes
     pair = clean["pairs"]["b − a"]
     assert pair["columns"]["plain"]["high"] < 0 < pair["columns"]["markdown"]["low"]
-    (flag,) = report["format_flags"]
-    assert flag["pair"] == "b − a" and flag["why"] == "opposite results"
-    (row,) = report["decision"]
-    assert row["clean_text:plain"]["resolved"] and row["accuracy:average"]["difference"] == 0
+    (flag,) = report["format_flags"]  # the difference itself changes with the view: plain − Markdown about −0.2
+    assert flag["pair"] == "b − a" and flag["why"] == "the sign flips"
+    assert flag["interaction"]["difference"] == pytest.approx(pair["columns"]["plain"]["difference"]
+                                                              - pair["columns"]["markdown"]["difference"])
+    (row,) = report["decision"]  # Holm over the table's 3 differences (no bits per byte of gold answers here)
+    assert row["clean_text:plain"]["result"] == "better" and row["clean_text:markdown"]["result"] == "worse"
+    assert row["accuracy:average"]["result"] is None and row["clean_text:plain"]["tests"] == 3
+    assert report["every_pair"][0]["clean_text:plain"]["result"] == "better"
     for family in report["families"].values():  # every pair, each with low and high
         assert all({"low", "high"} <= set(i) for p in family["pairs"].values() for i in p["columns"].values())
+
+
+def test_the_same_difference_in_both_views_is_not_format_dependent(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2, 3), **CLEAN)
+    rolling = {"output_type": "loglikelihood_rolling"}
+    rng = np.random.default_rng(5)
+    page = rng.normal(0, 3, 30)  # a page's own difficulty, shared by both views and every arm
+    for seed in (1, 2, 3):
+        for arm, shift in (("a", 0.0), ("b", -5.0)):  # b: 0.05 bits/byte better in both views
+            samples = {t: metric_samples(SUITE.benchmark_of(t).score, constant_items(0.5, 20)) for t in SUITE.all_tasks()}
+            samples["clean_text_web_plain"] = clean_samples(list(60 + shift + page + rng.normal(0, 1, 30)))
+            samples["clean_text_web_markdown"] = clean_samples(list(70 + shift + page + rng.normal(0, 1, 30)))
+            write_eval_run(config, arm, seed, 5, samples,
+                           configs={"clean_text_web_plain": rolling, "clean_text_web_markdown": rolling})
+    report = build_report(config, SUITE)
+    (row,) = report["decision"]
+    assert row["clean_text:plain"]["result"] == row["clean_text:markdown"]["result"] == "better"
+    assert report["format_flags"] == []
+    assert "No pair of arms depends on the view." in report_markdown(report, SUITE)
+
+
+def decision_report(cells: dict[str, list[tuple[float, bool]]]) -> dict:
+    """A report of arms whose accuracy averages against `a` have the given (p-value, seeds agree)."""
+    arms = ["a", *cells]
+    pairs = {f"{arm} − a": {"columns": {"average": {"difference": 0.01, "p": p, "seeds_agree": agree}}}
+             for arm, [(p, agree)] in cells.items()}
+    return {"arms": arms, "reference_arm": "a", "families": {"accuracy": {"lower_is_better": False, "pairs": pairs}}}
+
+
+def test_the_decision_table_is_holm_adjusted_over_its_cells_and_needs_every_seed_to_agree():
+    rows = decision_rows(decision_report({"b": [(0.01, True)], "c": [(0.02, True)], "d": [(0.04, True)], "e": [(0.001, False)]}))
+    cells = {row["arm"]: row["accuracy:average"] for row in rows}
+    assert [cells[a]["p_holm"] for a in "bcde"] == pytest.approx([0.03, 0.04, 0.04, 0.004])
+    assert cells["b"]["result"] == cells["c"]["result"] == cells["d"]["result"] == "better"
+    assert cells["e"]["result"] is None  # resolved, but its seeds split
+    rows = decision_rows(decision_report({"b": [(0.02, True)], "c": [(0.03, True)], "d": [(0.04, True)]}))
+    assert [row["accuracy:average"]["result"] for row in rows] == [None, None, None]  # 0.06, 0.06, 0.06 after Holm
+
+
+def test_arms_that_share_no_seed_are_not_compared_and_say_so(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2, 3))
+    rng = np.random.default_rng(4)
+    for arm, seeds in (("a", (1, 2)), ("b", (3,))):
+        for seed in seeds:
+            write_run(config, arm, seed, 5, {t: (rng.random(40) < 0.5).astype(float) for t in SUITE.all_tasks()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        report = build_report(config, SUITE)
+        text = report_markdown(report, SUITE)
+    pair = report["families"]["accuracy"]["pairs"]["b − a"]
+    assert pair["not_compared"] == "no seed in common (a: seeds [1, 2], b: seeds [3])" and pair["columns"] == {}
+    assert "b − a: not compared, no seed in common (a: seeds [1, 2], b: seeds [3])." in report["statistics_notes"]
+    assert "| b − a | 0 | | not compared: no seed in common" in text and "nan" not in text
+    assert report["decision"][0]["accuracy:average"] is None
+
+
+def test_seeds_that_change_nothing_are_named(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2))
+    rng = np.random.default_rng(6)
+    for arm in ("a", "b"):
+        items = {t: (rng.random(40) < 0.5).astype(float) for t in SUITE.all_tasks()}
+        for seed in (1, 2):
+            write_run(config, arm, seed, 5, items)  # the same answers from both seeds
+    report = build_report(config, SUITE)
+    (note,) = [n for n in report["statistics_notes"] if n.startswith("Every seed gave the same value")]
+    assert "a, b on accuracy" in note and "covers the test documents alone" in note
+    assert report["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]["var_seeds"] == 0
 
 
 def test_report_renders_partial_results_and_writes_its_files(tmp_path, capsys):

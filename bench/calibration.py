@@ -1,0 +1,317 @@
+"""Calibration of the report's statistics on synthetic runs whose truth is known.
+
+    python -m bench.calibration [--quick] [--replicates N] [--workers 2] [--out bench/results/calibration.json]
+
+A run is per-document scores, what lm-eval's logs give the report, for K arms x S seeds:
+
+- accuracy: 6 tasks of 100-2,000 binary items, each item's chance of being right its difficulty
+  plus the arm's leaning on it plus the seed's shift (1 point on every task, 0.8 on each);
+- bits per byte of the gold answers: 6 tasks of continuous values, the same parts plus a
+  seed-by-document term;
+- clean text: 150 documents in two views (plain, Markdown), the arm's leaning on a document
+  correlated 0.7 between the views.
+
+One arm can be 3x noisier across seeds than the others on every score. Each run goes through the
+report's own decision procedure, from the per-document matrices to its tables
+(`evaluation.report.compare_arms`, `decision_rows`, `every_pair_rows`, `format_flags`: the
+generalized intervals, Holm per table, every seed agreeing in sign). Per setting:
+
+- coverage: how often a 95% interval holds the true difference, over every pair and score (the
+  intervals' own p-value at the truth: the interval is the set where it exceeds 0.05); the worst
+  of the groups (family x pairs with or without the noisier arm) is the setting's;
+- false positives: per cell of the decision table with no true difference, before and after
+  Holm's adjustment; the family-wise error of every table a user reads as a decision (decision
+  table, every pair, each family's per-benchmark table, the format flags): how often it shows at
+  least one result that is not there (or points the wrong way); `fwer` is the worst of them;
+- power at the MDD: with arm 1 better than the reference by the minimum detectable difference
+  `python -m evaluation.power` prints for the setting's true noise (the generator's), how often
+  the decision table calls it better;
+- format flags: how often any pair is flagged format-dependent when no pair's difference changes
+  with the view (one setting gives arm 1 the same −0.03 bits/byte in both views);
+- SNR above its floor: how often the accuracy average's signal exceeds the floor's 95th
+  percentile with no difference anywhere (about 0.05 when the floor is right).
+
+Replicate r of a setting draws its numbers from its own seed (the setting's name and r), so the
+results do not depend on how the replicates are split over workers, or on which settings run.
+Writes the table and `bench/results/calibration.json` (a list of settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import time
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.intervals import tail_probability
+from evaluation.metrics import Family
+from evaluation.noise import signal_and_noise
+from evaluation.power import mdd, measured_score_noise, table_levels
+from evaluation.report import compare_arms, decision_rows, every_pair_rows, format_flags
+
+OUT = Path(__file__).parent / "results" / "calibration.json"
+ITEMS = (100, 200, 400, 800, 1500, 2000)  # per task, accuracy and bits per byte
+CLEAN_DOCUMENTS = 150
+ALPHA = 0.05
+# bits per byte of the gold answers, standard deviations: an arm's leaning on a document, the
+# seed-by-document term, a seed's shift of every task of the arm, and of each task alone
+BPB_LEANING, BPB_INTERACTION, BPB_SEED_COMMON, BPB_SEED_OWN = 0.08, 0.05, 0.012, 0.010
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    arms: int
+    seeds: int
+    noisier: float = 1.0  # the last arm's seed noise, times the others'
+    at_mdd: bool = False  # arm 1 better than the reference by the MDD on the gold answers' bits per byte
+    both_views: float = 0.0  # arm 1's difference on clean text, the same in both views (bits/byte)
+
+
+SETTINGS = (
+    Setting("2 arms, 2 seeds", 2, 2),
+    Setting("2 arms, 3 seeds", 2, 3),
+    Setting("5 arms, 2 seeds", 5, 2),
+    Setting("5 arms, 3 seeds", 5, 3),
+    Setting("5 arms, 2 seeds, one arm 3x noisier", 5, 2, noisier=3.0),
+    Setting("5 arms, 3 seeds, one arm 3x noisier", 5, 3, noisier=3.0),
+    Setting("5 arms, 3 seeds, clean text -0.03 in both views", 5, 3, both_views=-0.03),
+    Setting("2 arms, 2 seeds, a difference at the MDD", 2, 2, at_mdd=True),
+    Setting("5 arms, 2 seeds, a difference at the MDD", 5, 2, at_mdd=True),
+    Setting("5 arms, 3 seeds, a difference at the MDD", 5, 3, at_mdd=True),
+)
+
+
+def _family(name: str, lower: bool, scale: float, unit: str, units: dict[str, str], columns: dict[str, list[str]]) -> Family:
+    return Family(name, name, lower, scale, unit, units={u: {t: 1.0} for u, t in units.items()},
+                  keys={u: name for u in units},
+                  columns={c: {u: 1 / len(us) for u in us} for c, us in columns.items()},
+                  column_titles={c: c for c in columns})
+
+
+FAMILIES = {
+    "accuracy": _family("accuracy", False, 100, "points", {f"A{i}": f"acc_{i}" for i in range(len(ITEMS))},
+                        {"average": [f"A{i}" for i in range(len(ITEMS))]}),
+    "bpb": _family("bpb", True, 1, "bits/byte", {f"B{i}": f"bpb_{i}" for i in range(len(ITEMS))},
+                   {"average": [f"B{i}" for i in range(len(ITEMS))]}),
+    "clean_text": _family("clean_text", True, 1, "bits/byte",
+                          {f"clean_text_web_{v}": f"clean_text_web_{v}" for v in ("plain", "markdown")},
+                          {v: [f"clean_text_web_{v}"] for v in ("plain", "markdown")}),
+}
+VIEW_OF = {"plain": "plain", "markdown": "markdown", "clean_text_web_plain": "plain", "clean_text_web_markdown": "markdown"}
+
+
+def simulate(setting: Setting, rng: np.random.Generator, bpb_effect: float = 0.0) -> tuple[dict, dict, dict]:
+    """One run: family -> arm -> task -> seeds x documents; the clean-text views' plain − Markdown
+    per arm; the true effects, family -> arm -> view ("" where the family has one) -> value."""
+    arms, seeds = setting.arms, setting.seeds
+    scale = np.ones(arms)
+    scale[-1] = setting.noisier
+    effects = {"accuracy": {a: {"": 0.0} for a in range(arms)},
+               "bpb": {a: {"": bpb_effect if a == 1 else 0.0} for a in range(arms)},
+               "clean_text": {a: {"plain": setting.both_views if a == 1 else 0.0,
+                                  "markdown": setting.both_views if a == 1 else 0.0} for a in range(arms)}}
+    out = {name: {a: {} for a in range(arms)} for name in FAMILIES}
+
+    def shifts(common: float, own: float, tasks: int) -> np.ndarray:  # arms x seeds x tasks
+        return scale[:, None, None] * (rng.normal(0, common, (arms, seeds, 1)) + rng.normal(0, own, (arms, seeds, tasks)))
+
+    seed_shift = shifts(0.010, 0.008, len(ITEMS))
+    for t, n in enumerate(ITEMS):
+        difficulty = rng.uniform(0.25, 0.75, n)
+        leaning = rng.normal(0, 0.05, (arms, 1, n))
+        p = np.clip(difficulty + leaning + seed_shift[:, :, t, None], 0, 1)
+        answers = (rng.random((arms, seeds, n)) < p).astype(float)
+        for a in range(arms):
+            out["accuracy"][a][f"acc_{t}"] = answers[a]
+    seed_shift = shifts(BPB_SEED_COMMON, BPB_SEED_OWN, len(ITEMS))
+    for t, n in enumerate(ITEMS):
+        base = rng.normal(1.2, 0.4, n)
+        values = (base + rng.normal(0, BPB_LEANING, (arms, 1, n)) + seed_shift[:, :, t, None]
+                  + rng.normal(0, BPB_INTERACTION, (arms, seeds, n))
+                  + np.array([effects["bpb"][a][""] for a in range(arms)])[:, None, None])
+        for a in range(arms):
+            out["bpb"][a][f"bpb_{t}"] = values[a]
+    plain = rng.normal(0.9, 0.15, CLEAN_DOCUMENTS)
+    base = {"plain": plain, "markdown": plain + rng.normal(0.05, 0.05, CLEAN_DOCUMENTS)}
+    lean_plain = rng.normal(0, 0.04, (arms, 1, CLEAN_DOCUMENTS))
+    leaning = {"plain": lean_plain, "markdown": 0.7 * lean_plain + rng.normal(0, 0.03, (arms, 1, CLEAN_DOCUMENTS))}
+    seed_shift = shifts(0.006, 0.004, 2)
+    for v, view in enumerate(("plain", "markdown")):
+        values = (base[view] + leaning[view] + seed_shift[:, :, v, None] + rng.normal(0, 0.03, (arms, seeds, CLEAN_DOCUMENTS))
+                  + np.array([effects["clean_text"][a][view] for a in range(arms)])[:, None, None])
+        for a in range(arms):
+            out["clean_text"][a][f"clean_text_web_{view}"] = values[a]
+    views = {"web": {a: out["clean_text"][a]["clean_text_web_plain"] - out["clean_text"][a]["clean_text_web_markdown"]
+                     for a in range(arms)}}
+    name = {a: f"arm{a}" for a in range(arms)}
+    return ({f: {name[a]: m for a, m in by_arm.items()} for f, by_arm in out.items()},
+            {s: {name[a]: m for a, m in by_arm.items()} for s, by_arm in views.items()},
+            {f: {name[a]: e for a, e in by_arm.items()} for f, by_arm in effects.items()})
+
+
+def _truth(effects: dict, family: str, score: str, pair: str) -> float:
+    b, a = pair.split(" − ")
+    view = VIEW_OF.get(score, "") if family == "clean_text" else ""
+    return effects[family][b][view] - effects[family][a][view]
+
+
+def _wrong(cell: dict, truth: float) -> bool:
+    """A result where there is none, or pointing the wrong way."""
+    return truth == 0 or (cell["difference"] > 0) != (truth > 0)
+
+
+def replicate(setting: Setting, number: int, bpb_effect: float) -> dict:
+    """One run through the report's decision procedure, and what it got wrong or right; its numbers
+    from its own seed (the setting's name and its number)."""
+    rng = np.random.default_rng([zlib.crc32(setting.name.encode()), number])
+    matrices, views, effects = simulate(setting, rng, bpb_effect)
+    arms = list(matrices["accuracy"])
+    seeds_of = {arm: list(range(1, setting.seeds + 1)) for arm in arms}
+    report = {"arms": arms, "reference_arm": arms[0],
+              "families": {name: compare_arms(f, matrices[name], seeds_of, views if name == "clean_text" else None,
+                                              bounds=False) for name, f in FAMILIES.items()}}
+    decision, every, flags = decision_rows(report), every_pair_rows(report), format_flags(report)
+    noisy = arms[-1] if setting.noisier != 1 else None
+    # coverage: every interval's p-value at its true difference
+    cells, groups = [], []
+    for name, fam in report["families"].items():
+        for pair, p in fam["pairs"].items():
+            for kind in ("units", "columns"):
+                for score, cell in p[kind].items():
+                    cells.append((cell, abs(cell["difference"] - _truth(effects, name, score, pair))))
+                    groups.append(f"{name}, pairs {'with' if noisy and noisy in pair.split(' − ') else 'without'} the noisier arm"
+                                  if noisy else name)
+    p_truth = tail_probability([d for _, d in cells], *(np.array([c[k] or math.inf if k.startswith("df") else c[k]
+                                                                   for c, _ in cells]) for k in
+                                                         ("var_documents", "var_interaction", "df_documents", "var_seeds",
+                                                          "df_seeds")))
+    coverage: dict[str, list[int]] = {}
+    for group, p in zip(groups, p_truth, strict=True):
+        hits = coverage.setdefault(group, [0, 0])
+        hits[0] += int(p > ALPHA)
+        hits[1] += 1
+    # false results per table
+    def false_in(rows: list[dict]) -> bool:
+        return any(cell["result"] and _wrong(cell, _truth(effects, *key.split(":"), f"{row['arm']} − {row['reference']}"))
+                   for row in rows for key, cell in row.items() if isinstance(cell, dict))
+
+    wrong = {"decision table": false_in(decision), "every pair": false_in(every)}
+    for name, fam in report["families"].items():
+        wrong[f"per-benchmark, {name}"] = any(
+            cell["result_holm"] and _wrong(cell, _truth(effects, name, unit, pair))
+            for pair, p in fam["pairs"].items() for unit, cell in p["units"].items())
+    wrong["format flags"] = bool(flags)  # no setting changes a difference with the view
+    null_cells = [(cell["result"] is not None, cell["p"] < ALPHA and cell["seeds_agree"])
+                  for row in decision for key, cell in row.items() if isinstance(cell, dict)
+                  and _truth(effects, *key.split(":"), f"{row['arm']} − {row['reference']}") == 0]
+    target = decision[0]["bpb:average"] if setting.at_mdd else None
+    accuracy = report["families"]["accuracy"]
+    pairs = [p["columns"]["average"] for p in accuracy["pairs"].values()]
+    floor = signal_and_noise(accuracy["finals"]["columns"]["average"], [], pairs)["above_floor"]
+    return {"coverage": coverage, "wrong": wrong, "null_cells": null_cells, "above_floor": floor,
+            "power_hit": target["result"] == "better" if target else None}
+
+
+def setting_mdd(setting: Setting) -> float:
+    """The MDD `python -m evaluation.power` prints for the gold answers' bits-per-byte average with
+    the generator's true noise: per document, a pair's fixed variance 2 x leaning^2 and each arm's
+    interaction^2; each arm's seed variance of the average, its shifts and its interaction."""
+    weights = FAMILIES["bpb"].task_weights("average")
+    items = {f"bpb_{i}": n for i, n in enumerate(ITEMS)}
+    seed = (BPB_SEED_COMMON ** 2 + BPB_SEED_OWN ** 2 * sum(w ** 2 for w in weights.values())
+            + sum(w ** 2 * BPB_INTERACTION ** 2 / items[t] for t, w in weights.items()))
+    noise = measured_score_noise(weights, {t: (2 * BPB_LEANING ** 2, BPB_INTERACTION ** 2) for t in weights}, items,
+                                 (seed, seed))
+    alpha = table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0]
+    return mdd(noise, setting.seeds, alpha)
+
+
+def _work(job: tuple) -> list[dict]:
+    setting, _, start, stop, bpb_effect = job
+    return [replicate(setting, number, bpb_effect) for number in range(start, stop)]
+
+
+def summarise(setting: Setting, records: list[dict], value_mdd: float | None) -> dict:
+    coverage: dict[str, list[int]] = {}
+    for r in records:
+        for group, (hits, total) in r["coverage"].items():
+            c = coverage.setdefault(group, [0, 0])
+            c[0] += hits
+            c[1] += total
+    by_group = {g: hits / total for g, (hits, total) in coverage.items()}
+    fwer = {table: float(np.mean([r["wrong"][table] for r in records])) for table in records[0]["wrong"]}
+    decision_tables = {t: v for t, v in fwer.items() if t != "format flags"}
+    null = [c for r in records for c in r["null_cells"]]
+    floor = [r["above_floor"] for r in records if r["above_floor"] is not None]
+    hits = [r["power_hit"] for r in records if r["power_hit"] is not None]
+    return {"setting": setting.name, **asdict(setting), "replicates": len(records),
+            "coverage": min(by_group.values()), "coverage_by_group": by_group,
+            "false_positive_rate": float(np.mean([c[0] for c in null])) if null else None,
+            "false_positive_rate_unadjusted": float(np.mean([c[1] for c in null])) if null else None,
+            "fwer": max(decision_tables.values()), "fwer_by_table": fwer,
+            "power_at_mdd": float(np.mean(hits)) if hits else None, "mdd": value_mdd,
+            "format_flag_rate": fwer["format flags"],
+            "snr_above_floor_rate": float(np.mean(floor)) if floor and not setting.at_mdd else None}
+
+
+def run(settings: tuple[Setting, ...], replicates: int, workers: int) -> list[dict]:
+    mdds = {i: setting_mdd(s) if s.at_mdd else None for i, s in enumerate(settings)}
+    chunk = max(1, replicates // (4 * workers))
+    jobs = [(s, i, start, min(start + chunk, replicates), -(mdds[i] or 0.0))
+            for i, s in enumerate(settings) for start in range(0, replicates, chunk)]
+    if workers > 1:
+        with mp.get_context("fork").Pool(workers) as pool:
+            done = pool.map(_work, jobs)
+    else:
+        done = [_work(job) for job in jobs]
+    out = []
+    for i, s in enumerate(settings):
+        records = [r for job, rs in zip(jobs, done, strict=True) if job[1] == i for r in rs]
+        out.append(summarise(s, records, mdds[i]))
+    return out
+
+
+def print_table(results: list[dict]) -> None:
+    def rate(v):
+        return f"{v:.3f}" if v is not None else "-"
+
+    print(f"{'setting':<50} {'reps':>5} {'coverage':>9} {'false+ cell':>14} {'FWER dec.':>9} {'every pair':>10} "
+          f"{'per-bench.':>10} {'format':>7} {'power@MDD':>9} {'SNR>floor':>9}")
+    for r in results:
+        per_bench = max(v for t, v in r["fwer_by_table"].items() if t.startswith("per-benchmark"))
+        false = f"{rate(r['false_positive_rate_unadjusted'])}→{rate(r['false_positive_rate'])}"
+        print(f"{r['setting']:<50} {r['replicates']:>5} {r['coverage']:>9.3f} {false:>14} "
+              f"{r['fwer_by_table']['decision table']:>9.3f} {r['fwer_by_table']['every pair']:>10.3f} {per_bench:>10.3f} "
+              f"{r['format_flag_rate']:>7.3f} {rate(r['power_at_mdd']):>9} {rate(r['snr_above_floor_rate']):>9}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.calibration", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1,000 replicates a setting (under 5 minutes on 2 cores)")
+    parser.add_argument("--replicates", type=int, help="replicates a setting (default 4,000; 1,000 with --quick)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--settings", help="only the settings whose name contains this text")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    replicates = args.replicates or (1000 if args.quick else 4000)
+    settings = tuple(s for s in SETTINGS if not args.settings or args.settings in s.name)
+    start = time.time()
+    results = run(settings, replicates, args.workers)
+    print_table(results)
+    print(f"{time.time() - start:.0f} s, {args.workers} workers")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
