@@ -826,6 +826,11 @@ class ExperimentConfig(StrictModel):
     def eval_dir(self, arm: str, seed: int) -> Path:
         return self.output_root / "eval" / arm / self.pretrain.rung.name / f"seed{seed}"
 
+    def report_dir(self) -> Path:
+        """The report of this config (named after it: a ladder and a one-size config may share their
+        output root, and with it the corpora and runs, not their reports)."""
+        return self.output_root / "report" / self.name
+
     def plan_dir(self) -> Path:
         """The planner's pilot outputs and `plan.json`."""
         return self.output_root / "plan"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from configs.experiment import ExperimentConfig
@@ -308,11 +309,95 @@ def provenance_text(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verdict_cell(cell: dict | None, family: dict) -> str:
+    if not cell:
+        return "-"
+    return f"{_number(cell['difference'], family, True)} {cell['result'] or 'noise'}"
+
+
+def ladder_markdown(report: dict) -> list[str]:
+    """The ladder's section: its rungs, whether each smaller rung decides every pair as the largest
+    evaluated one does, per decision score, and the scaling fits' predictions at the target."""
+    ladder = report.get("ladder")
+    if not ladder:
+        return []
+    reports, reference, target = ladder["reports"], ladder["reference"], ladder["target"]
+    lines = ["## The model ladder: do the small rungs decide as the large one does?", "",
+             "| rung | non-embedding parameters | training tokens | compute (FLOPs) | seeds | evaluated at |",
+             "|---|---:|---:|---:|---|---|"]
+    for rung in ladder["rungs"]:
+        shape, done = ladder["shapes"][rung], reports[rung]
+        compute = ladder.get("compute", {}).get(rung)
+        at = f"{done['compared_tokens']:,} tokens, seeds {', '.join(map(str, sorted(done['table'][done['arms'][0]]['seeds'])))}" \
+            if done["arms"] and done["compared_tokens"] else "not yet"
+        lines.append(f"| {rung}{' (target)' if rung == target else ''} | {shape['non_embedding_parameters']:,} | "
+                     f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | "
+                     f"{', '.join(map(str, shape['seeds']))} | {at} |")
+    if reference is None:
+        return lines + ["", "No rung has evaluated runs yet."]
+    if not ladder["target_evaluated"]:
+        lines += ["", f"The target rung {target} has no evaluated run yet: every rung below is read against "
+                      f"{reference}, the largest rung evaluated."]
+    fams = reports[reference]["families"]
+    lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
+                  f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
+                  "every seed agreeing), how many the rung resolves the same way, calls noise, or resolves the other "
+                  "way. Point signs of unresolved differences are themselves noisy: read the resolved counts first.", "",
+              "| rung | score | signs agree | resolved at " + reference + " | same | noise | opposite |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for rung, part in ladder["agreement"].items():
+        for metric, a in part["by_metric"].items():
+            family, column = metric.split(":")
+            lines.append(f"| {rung} | {_decision_title(fams[family], family, column)} | {a['sign_agrees']}/{a['pairs']} "
+                         f"({a['decision_accuracy']:.0%}) | {a['target_resolved']} | {a['resolved_same']} | "
+                         f"{a['called_noise']} | {a['resolved_opposite']} |")
+    evaluated = ladder["evaluated"]
+    for family, column in DECISION:
+        if column not in fams.get(family, {}).get("columns", {}):
+            continue
+        rows = {row["arm"] + " − " + row["reference"]: row for row in reports[reference]["every_pair"]}
+        if not any(row.get(f"{family}:{column}") for row in rows.values()):
+            continue
+        lines += ["", f"{_decision_title(fams[family], family, column)}, every pair at every rung:", "",
+                  "| pair | " + " | ".join(evaluated) + " |", "|---|" + "---|" * len(evaluated)]
+        for pair in rows:
+            cells = []
+            for rung in evaluated:
+                theirs = {r["arm"] + " − " + r["reference"]: r for r in reports[rung]["every_pair"]}.get(pair, {})
+                cells.append(_verdict_cell(theirs.get(f"{family}:{column}"), fams[family]))
+            lines.append(f"| {pair} | " + " | ".join(cells) + " |")
+    fits = [(score, arm, data["fit"]) for score, s in ladder["scores"].items() for arm, data in s["arms"].items()
+            if data["fit"]]
+    if fits:
+        lines += ["", f"Scaling fits, per arm: the score against training compute through the rungs' seeds "
+                      f"(score = e ± a·C^(−b) through three compute points or more, a line in log C through two), and "
+                      f"its value at {target}'s compute ({ladder['compute'][target]:.3g} FLOPs) with a 95% bootstrap "
+                      "interval over seeds. **A prediction, not a result**: DataDecide found that extrapolations "
+                      "like these did not pick the better corpus more often than ranking at one small size for the "
+                      "same compute.", "",
+                  "| score | arm | form | prediction at " + target + " | interval | observed there |",
+                  "|---|---|---|---:|---|---:|"]
+        for score, arm, fit in fits:
+            s = ladder["scores"][score]
+            family = reports[reference]["families"][s["family"]]
+            observed = s["arms"][arm]["points"].get(target) if ladder["target_evaluated"] else None
+            low, high = fit["interval"]
+            interval = "-" if math.isnan(low) else f"[{_number(low, family)}, {_number(high, family)}]"
+            lines.append(f"| {s['title']} | {arm} | {fit['form']} | {_number(fit['prediction'], family)} | {interval} | "
+                         f"{mean_cell(observed['scores'], family) if observed else '-'} |")
+    for rung in evaluated:
+        if rung == report["rung"]:
+            continue
+        lines += ["", f"### Rung {rung}", "", compared_line(reports[rung]), ""]
+        lines += decision_markdown(reports[rung])[2:] + [""] + pairs_table(reports[rung])[2:]
+    return lines
+
+
 def report_markdown(report: dict, suite: Suite) -> str:
-    title = [f"# {report['experiment']}: downstream scores per arm", ""]
+    title = [f"# {_experiment(report)}: downstream scores per arm", ""]
     if not report["arms"]:
         return "\n".join(title + ["No evaluated checkpoints yet.", "", missing_text(report)])
-    sections = [title + headline_markdown(report), decision_markdown(report)]
+    sections = [title + headline_markdown(report), ladder_markdown(report), decision_markdown(report)]
     sections += [family_section(report, name, suite) for name in report["families"]]
     sections += [format_markdown(report), pairs_table(report), noise_markdown(report), extraction_markdown(report)]
     text = "\n\n".join("\n".join(s) for s in sections if s) + "\n"
@@ -322,9 +407,35 @@ def report_markdown(report: dict, suite: Suite) -> str:
 def console_text(report: dict, suite: Suite, config: ExperimentConfig) -> str:
     """The headline and the decision table, every record accounted for, what made the numbers,
     what is missing, where everything is (report.md has every benchmark and family)."""
-    title = [f"# {report['experiment']}: downstream scores per arm", ""]
+    title = [f"# {_experiment(report)}: downstream scores per arm", ""]
     if not report["arms"]:
         return "\n".join(title + ["No evaluated checkpoints yet."]) + "\n" + missing_text(report)
     tables = "\n\n".join("\n".join(s) for s in (title + headline_markdown(report), decision_markdown(report)) if s)
-    return "\n".join(filter(None, [tables + "\n", ledger_text(report), provenance_text(report), missing_text(report),
-                                   outputs_text(config)]))
+    return "\n".join(filter(None, [tables + "\n", ladder_text(report), ledger_text(report), provenance_text(report),
+                                   missing_text(report), outputs_text(config)]))
+
+
+def _experiment(report: dict) -> str:
+    """The experiment's name, and for a ladder the rung the report's tables are of."""
+    return f"{report['experiment']}, rung {report['rung']}" if report.get("ladder") else report["experiment"]
+
+
+def ladder_text(report: dict) -> str:
+    """The console's lines on a ladder: which rung the tables above are, the others, and per
+    decision score whether each smaller rung's signs agree with the largest evaluated one's."""
+    ladder = report.get("ladder")
+    if not ladder:
+        return ""
+    reports = ladder["reports"]
+    state = {r: "headline" if r == report["rung"] else "evaluated" if r in ladder["evaluated"] else "not evaluated"
+             for r in ladder["rungs"]}
+    lines = ["## The model ladder", "", "rungs: " + ", ".join(f"{r} ({s})" for r, s in state.items())]
+    if ladder["reference"] and ladder["agreement"]:
+        fams = reports[ladder["reference"]]["families"]
+        lines.append(f"decided as {ladder['reference']} decides (signs agree; resolved the same of those it resolves):")
+        for rung, part in ladder["agreement"].items():
+            cells = [f"{FAMILY_SHORT[m.split(':')[0]]} {fams[m.split(':')[0]]['columns'][m.split(':')[1]]} "
+                     f"{a['sign_agrees']}/{a['pairs']}; {a['resolved_same']}/{a['target_resolved']}"
+                     for m, a in part["by_metric"].items()]
+            lines.append(f"  {rung}: " + " | ".join(cells))
+    return "\n".join(lines) + "\n"

@@ -2,8 +2,13 @@
 noise), or from a finished or partial run (measured noise).
 
     python -m evaluation.power CONFIG [--item-correlation 0.5] [--seed-std 0.5] [--accuracy 0.5]
-                                      [--seed-item-share 0] [--seed-correlation 0]
-    python -m evaluation.power CONFIG --from-run
+                                      [--seed-item-share 0] [--seed-correlation 0] [--difference POINTS]
+    python -m evaluation.power CONFIG --from-run                            [--rung NAME] [--json]
+
+A model ladder (`pretrain.ladder`) gets one table per rung: its own seeds and trained arms, its
+noise measured from its own runs with `--from-run` (a small model's seeds spread differently from
+a large one's, so one rung's noise says little about another's). Assumed noise is the same at every
+rung, so there the rungs differ by their seeds only.
 
 The report compares arms by the paired difference of their scores, mean over S seeds (seed s of
 each arm shares initial weights and data order). Per benchmark b (a mean over its tasks) its
@@ -228,21 +233,30 @@ def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions
     return out
 
 
-def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions()) -> dict:
+def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions(),
+                 difference: float | None = None) -> dict:
+    """The MDD of every accuracy score of one rung (`config.for_rung`) for its seeds and trained
+    arms, under assumed noise; with `difference` (a fraction), the seeds the average needs for it."""
     suite = load_suite()
-    seeds = len(config.pretrain.seeds) if config.pretrain else 1
+    rung = config.pretrain.rung if config.pretrain else None
+    seeds = len(rung.seeds) if rung else 1
+    arms = len(config.trained_arms()) or len(config.arms)
     items = task_items(config, suite)
     clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
-    levels = table_levels(families(suite, clean), len(config.arms))
+    levels = table_levels(families(suite, clean), arms)
     noise = assumed_noise(items, suite, a)
     level = {name: levels["accuracy", "columns" if name in ("average", *CATEGORIES) else "units", name] for name in noise}
     mdd_ = {name: mdd(n, seeds, level[name][0]) for name, n in noise.items()}
-    return {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
-                      "the table each score is decided in; 80% power; see evaluation/power.py",
-            "assumptions": asdict(a), "seeds": seeds, "arms": len(config.arms), "items": items, "mdd": mdd_,
-            "levels": {name: {"alpha": v[0], "table": v[1]} for name, v in level.items()},
-            "paper_effect": PAPER_EFFECT,
-            "resolves_paper_effect": mdd_["average"] is not None and mdd_["average"] <= PAPER_EFFECT}
+    out = {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
+                     "the table each score is decided in; 80% power; see evaluation/power.py",
+           "rung": rung.name if rung else None, "assumptions": asdict(a), "seeds": seeds, "arms": arms, "items": items,
+           "mdd": mdd_, "levels": {name: {"alpha": v[0], "table": v[1]} for name, v in level.items()},
+           "paper_effect": PAPER_EFFECT,
+           "resolves_paper_effect": mdd_["average"] is not None and mdd_["average"] <= PAPER_EFFECT}
+    if difference is not None:
+        out["difference"] = difference
+        out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["average"], level["average"][0]))
+    return out
 
 
 # ---------------------------------------------------------------- measured noise
@@ -310,7 +324,8 @@ def run_power(config: ExperimentConfig) -> dict:
     paired = sorted(set.intersection(*(set(comparison.by_arm[a]) for a in arms))) if arms else []
     seeds = len(config.pretrain.seeds)
     out = {"method": "the report's decision simulated with noise measured from the run; see evaluation/power.py",
-           "seeds": seeds, "compared_steps": comparison.steps, "arms": arms, "measured_on_seeds": paired, "families": {}}
+           "rung": config.pretrain.rung.name, "seeds": seeds, "compared_steps": comparison.steps, "arms": arms,
+           "measured_on_seeds": paired, "families": {}}
     if arms and len(paired) < 2:
         out["error"] = (f"seed noise is not measured: {len(paired)} seed{'s' if len(paired) != 1 else ''} "
                         f"({paired}) evaluated for every arm at the compared step, and the seeds' noise needs 2 or more. "
@@ -365,7 +380,8 @@ def mdd_text(value: float | None, scale: float, decimals: int) -> str:
 
 def print_power(report: dict) -> None:
     a = report["assumptions"]
-    print(f"Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
+    rung = f"rung {report['rung']}: " if report["rung"] else ""
+    print(f"{rung}Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
           f"seeds, {report['arms']} arms; assumed accuracy {a['accuracy']:.2f}, item correlation "
           f"{a['item_correlation']:.2f}, seed std {100 * a['seed_std']:.2f} points per benchmark, seed-by-document "
           f"share {a['seed_item_share']:.2f}, seed correlation across benchmarks {a['seed_correlation']:.2f}):")
@@ -377,6 +393,11 @@ def print_power(report: dict) -> None:
     verdict = "can" if report["resolves_paper_effect"] else "cannot"
     print(f"  this run {verdict} resolve an effect the size of the paper's "
           f"+{100 * report['paper_effect']:.2f} points on the average")
+    if "difference" in report:
+        needed = report["seeds_needed"]
+        print(f"  {100 * report['difference']:.2f} points on the average: "
+              + (f"{needed} paired seeds resolve it 80% of the time" if needed else f"no seed count up to {MAX_SEEDS} "
+                 "resolves it 80% of the time (the test documents' noise, or the seeds' with every seed agreeing)"))
 
 
 def print_run_power(report: dict) -> None:
@@ -384,7 +405,8 @@ def print_run_power(report: dict) -> None:
     if not report["families"]:
         print("no two arms with evaluated checkpoints at a common step: nothing measured yet")
         return
-    print(f"Noise measured at step {steps[-1] if steps else '-'} of {', '.join(report['arms'])} on seeds "
+    rung = f"rung {report['rung']}: " if report["rung"] else ""
+    print(f"{rung}Noise measured at step {steps[-1] if steps else '-'} of {', '.join(report['arms'])} on seeds "
           f"{report['measured_on_seeds']}; minimum detectable difference with the configured {report['seeds']} paired "
           "seeds (the report calls it a result 80% of the time, at the level of the table that decides it; '>100': "
           "out of reach of a score in points). seed sd: net of the seed-by-document part (0: the seeds spread no "
@@ -421,24 +443,37 @@ def main(argv: list[str] | None = None) -> int:
                         help="share of a document's paired variance that a new seed redraws (0-1)")
     parser.add_argument("--seed-correlation", type=float, default=PowerAssumptions.seed_correlation,
                         help="correlation of one seed's shifts across benchmarks (0-1)")
-    parser.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    parser.add_argument("--difference", type=float,
+                        help="a true difference on the accuracy average, in points: the seeds each rung needs for it")
+    parser.add_argument("--rung", help="one rung of pretrain.ladder (default: every rung)")
+    parser.add_argument("--json", action="store_true", help="print the JSON (by rung) instead of the tables")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    if args.from_run:
-        report = run_power(config)
-        if "error" in report:
-            print(f"evaluation.power --from-run: {report['error']}", file=sys.stderr)
-            return 2
-        printer = print_run_power
-    else:
-        report = power_report(config, PowerAssumptions(args.accuracy, args.item_correlation, args.seed_std / 100,
-                                                       args.seed_item_share, args.seed_correlation))
-        printer = print_power
+    try:
+        rungs = [config.for_rung(args.rung).rungs()[0]] if args.rung else config.rungs()
+    except ValueError as e:
+        raise SystemExit(f"evaluation.power: {e}") from None
+    assumptions = PowerAssumptions(args.accuracy, args.item_correlation, args.seed_std / 100, args.seed_item_share,
+                                   args.seed_correlation)
+    reports, refused = {}, 0
+    for rung in rungs or [None]:
+        one = config.for_rung(rung) if rung else config
+        if args.from_run:
+            report = run_power(one)
+            if "error" in report:  # refused for this rung; the others are still measured
+                print(f"evaluation.power --from-run{f' (rung {rung})' if rung else ''}: {report['error']}",
+                      file=sys.stderr)
+                refused += 1
+                continue
+        else:
+            report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None)
+        reports[rung] = report
+        if not args.json:
+            (print_run_power if args.from_run else print_power)(report)
+            print()
     if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        printer(report)
-    return 0
+        print(json.dumps(reports, indent=2))
+    return 2 if refused and not reports else 0
 
 
 if __name__ == "__main__":

@@ -63,9 +63,10 @@ from evaluation.intervals import (
     seed_variance,
     task_pair,
 )
+from evaluation.ladder import ladder_report
 from evaluation.metrics import DECISION, Family, families
 from evaluation.noise import signal_and_noise
-from evaluation.plots import plot_curves
+from evaluation.plots import plot_curves, plot_ladder
 from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
 from evaluation.suite import COLUMNS, Benchmark, Suite, load_suite
 
@@ -462,7 +463,8 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
     runs = load_runs(config)
     comparison = compare(runs, evaluation.average_last if evaluation else 1)
     arms = [arm for arm in config.arms if arm in comparison.by_arm]
-    report = {"experiment": config.name, "headline_form": suite.headline, "arms": arms,
+    report = {"experiment": config.name, "rung": config.pretrain.rung.name if config.pretrain else None,
+              "headline_form": suite.headline, "arms": arms,
               "reference_arm": arms[0] if arms else None,
               "compared_steps": comparison.steps,
               "compared_tokens": config.pretrain.tokens_at(comparison.steps[-1]) if comparison.steps else None,
@@ -484,6 +486,43 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
                "missing": missing_pieces(config, runs, suite.all_tasks() + [t.task for t in clean]),
                "made_by": made_by(config)}
     return report
+
+
+def training_compute(config: ExperimentConfig, reports: dict[str, dict]) -> dict[str, float]:
+    """Per rung, the training FLOPs its scores stand for: FLOPs per token (at the vocabulary its
+    runs trained with, from their run.json) times the tokens at the compared step; a rung without
+    evaluated runs at the tokens it will train on. Empty before any run has trained."""
+    records = [one.run_dir(arm, seed) / "run.json" for one in map(config.for_rung, config.rungs())
+               for arm, seed in one.runs()]
+    vocab = next((json.loads(path.read_text())["vocab_size"] for path in records if path.is_file()), None)
+    if vocab is None:
+        return {}
+    out = {}
+    for rung in config.pretrain.ladder:
+        one = config.for_rung(rung.name)
+        tokens = reports[rung.name]["compared_tokens"] or one.pretrain.tokens_at(one.training_steps()[0])
+        out[rung.name] = rung.model.flops_per_token(vocab) * tokens
+    return out
+
+
+def build_ladder(config: ExperimentConfig, suite: Suite) -> tuple[dict, dict | None]:
+    """Every rung's report and, for a ladder of two rungs or more, what the rungs say together
+    (evaluation/ladder.py): `(reports by rung, ladder)`."""
+    reports = {rung: build_report(config.for_rung(rung), suite) for rung in config.rungs()}
+    if len(reports) < 2:
+        return reports, None
+    compute = training_compute(config, reports)
+    ladder = ladder_report(reports, compute, config.rungs(), config.rungs()[-1]) if compute else \
+        {"rungs": config.rungs(), "evaluated": [], "target": config.rungs()[-1], "reference": None}
+    shapes = {r.name: {"non_embedding_parameters": r.model.non_embedding_parameters, "seeds": r.seeds,
+                       "tokens": config.rung_tokens(r)} for r in config.pretrain.ladder}
+    return reports, ladder | {"shapes": shapes}
+
+
+def headline_rung(reports: dict[str, dict]) -> str:
+    """The largest rung with evaluated runs (the last configured while none has any)."""
+    evaluated = [rung for rung, report in reports.items() if report["arms"]]
+    return (evaluated or list(reports))[-1]
 
 
 def write_tables(report: dict, suite: Suite, out: Path) -> None:
@@ -536,14 +575,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     suite = load_suite()
-    report = build_report(config, suite)
-    out = config.output_root / "report"
+    reports, ladder = build_ladder(config, suite)
+    headline = headline_rung(reports)
+    report = reports[headline]
+    out = config.report_dir()
     out.mkdir(parents=True, exist_ok=True)
+    figures = plot_curves(report, config.for_rung(headline), out)
+    if ladder:  # every rung's tables and the ladder's section beside the headline rung's report
+        report = report | {"ladder": ladder | {"reports": reports}}
+        figures += [f for f in [plot_ladder(ladder, out)] if f]
     (out / "report.md").write_text(markdown.report_markdown(report, suite))
     print(markdown.console_text(report, suite, config))
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
-    figures = plot_curves(report, config, out)
     print(f"  report: {out}/report.md (every benchmark and family), report.json, summary.csv, tasks.csv"
           + "".join(f", {p.name}" for p in figures))
     return 0

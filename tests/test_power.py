@@ -96,13 +96,18 @@ def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path
     raw["pretrain"]["seeds"] = [1, 2]
     config = ExperimentConfig.model_validate(raw)
     assert set(n for ns in power.task_items(config, load_suite()).values() for n in ns) == {40}
-    few = power.power_report(config)
+    few = power.power_report(config, difference=0.1)
     # one arm against the reference on two decision scores (the accuracy and bits-per-byte averages)
     assert few["levels"]["average"]["table"] == "decision table" and few["levels"]["average"]["alpha"] == pytest.approx(0.025)
     raw["pretrain"]["seeds"] = [1, 2, 3, 4, 5]
     raw["evaluation"] = {"tasks": "hub"}
     many = power.power_report(ExperimentConfig.model_validate(raw))
     assert many["mdd"]["average"] < few["mdd"]["average"] and many["items"]["COPA"] == [100]
+    # the seeds that resolve 10 points: the fewest at which the simulated power reaches 80%
+    needed, noise = few["seeds_needed"], power.assumed_noise(power.task_items(config, load_suite()), load_suite())
+    alpha = few["levels"]["average"]["alpha"]
+    assert power.power_at(0.1, power.decision_threshold(noise["average"], needed, alpha)) >= 0.8
+    assert needed == 2 or power.power_at(0.1, power.decision_threshold(noise["average"], needed - 1, alpha)) < 0.8
 
 
 def test_power_from_a_run_equals_a_hand_computation(tmp_path):

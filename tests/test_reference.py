@@ -250,4 +250,4 @@ def test_reference_and_gold_arms_train_evaluate_and_report(flow, tmp_path, capsy
     printed = capsys.readouterr().out
     for arm in ("gold", "parquet", "jsonl", "hub"):
         assert f"{arm} − trafilatura" in printed
-    assert "| parquet | corpus: parquet files |" in (config.output_root / "report" / "report.md").read_text()
+    assert "| parquet | corpus: parquet files |" in (config.report_dir() / "report.md").read_text()

@@ -268,6 +268,52 @@ def test_report_renders_partial_results_and_writes_its_files(tmp_path, capsys):
     assert main([str(path)]) == 0
     printed = capsys.readouterr().out
     assert "tasks missing ['coqa']" in printed and "b seed 1: no evaluated checkpoint" in printed
-    report = config.output_root / "report"
+    report = config.report_dir()
     for name in ("report.md", "report.json", "summary.csv", "tasks.csv", "curves_accuracy.png"):
         assert (report / name).stat().st_size > 0
+
+
+def test_a_ladder_reports_every_rung_and_whether_the_small_one_decides_as_the_large_one(tmp_path, capsys):
+    raw = pretrain_experiment(tmp_path)
+    raw["arms"]["c"] = {"extractor": "trafilatura"}
+    shared = raw["pretrain"]
+    raw["pretrain"] = {"training": shared["training"], "ladder": [
+        {"name": "small", "model": shared["model"], "tokens": 2000, "seeds": [1, 2, 3]},
+        {"name": "large", "model": shared["model"] | {"hidden_size": 64, "ffn_hidden_size": 128}, "seeds": [1, 2, 3]}]}
+    path = tmp_path / "ladder.yaml"
+    path.write_text(json.dumps(raw | {"name": "ladder"}))
+    config = ExperimentConfig.model_validate(raw | {"name": "ladder"})
+    # b beats a at both sizes; c is above a at the small rung, below it at the large one
+    scores = {"small": {"a": 0.5, "b": 0.6, "c": 0.55}, "large": {"a": 0.5, "b": 0.7, "c": 0.4}}
+    for rung, by_arm in scores.items():
+        one = config.for_rung(rung)
+        for arm, score in by_arm.items():
+            for seed in (1, 2, 3):
+                write_run(one, arm, seed, 5, {t: constant_items(score + 0.01 * seed) for t in SUITE.all_tasks()})
+                one.run_dir(arm, seed).mkdir(parents=True)
+                (one.run_dir(arm, seed) / "run.json").write_text(json.dumps({"vocab_size": 600}))
+    assert main([str(path)]) == 0
+    printed = capsys.readouterr().out
+    out = config.report_dir()
+    assert out == tmp_path / "report" / "ladder" and (out / "ladder.png").stat().st_size > 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["rung"] == "large" and set(report["ladder"]["reports"]) == {"small", "large"}
+    ladder = report["ladder"]
+    assert ladder["reference"] == ladder["target"] == "large" and ladder["target_evaluated"]
+    # compute: FLOPs per token at the runs' vocabulary x the tokens at the compared step
+    for rung in ("small", "large"):
+        one = config.for_rung(rung)
+        assert ladder["compute"][rung] == one.pretrain.model.flops_per_token(600) * one.pretrain.tokens_at(5)
+    accuracy = ladder["agreement"]["small"]["by_metric"]["accuracy:average"]
+    assert (accuracy["pairs"], accuracy["sign_agrees"]) == (3, 2)  # c − a flips sign
+    rows = {r["pair"]: r for r in ladder["agreement"]["small"]["rows"] if r["metric"] == "accuracy:average"}
+    assert rows["b − a"]["sign_agrees"] and not rows["c − a"]["sign_agrees"] and rows["c − b"]["sign_agrees"]
+    assert rows["b − a"]["target"] == "better" and accuracy["target_resolved"] == 3
+    assert accuracy["resolved_same"] + accuracy["called_noise"] + accuracy["resolved_opposite"] == 3
+    assert accuracy["resolved_opposite"] == (rows["c − a"]["rung"] == "better")
+    fit = ladder["scores"]["accuracy:average"]["arms"]["b"]["fit"]
+    assert fit["form"] == "log-linear"  # two compute points
+    md = (out / "report.md").read_text()
+    assert md.startswith("# ladder, rung large: downstream scores per arm")
+    assert "## The model ladder" in md and "### Rung small" in md and "**A prediction, not a result**" in md
+    assert "rungs: small (evaluated), large (headline)" in printed and "  small: accuracy Avg 2/3;" in printed
