@@ -164,3 +164,26 @@ def test_power_from_a_run_with_one_seed_refuses(tmp_path, capsys):
     assert power.main([str(path), "--from-run"]) == 2
     err = capsys.readouterr().err
     assert "seed noise is not measured: 1 seed ([1])" in err and "without --from-run" in err
+
+
+def test_a_ladder_gets_each_rungs_mdd_for_its_own_seeds_and_trained_arms(tmp_path, capsys, monkeypatch):
+    import json
+
+    monkeypatch.setattr(power, "DRAWS", 512)  # what is tested here is which seeds and arms each rung counts
+
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "offline_items": 40})
+    raw["arms"]["c"] = {"extractor": "trafilatura"}
+    model = raw["pretrain"].pop("model")
+    raw["pretrain"] |= {"arms": ["a", "b"], "ladder": [
+        {"name": "small", "model": model, "tokens": 2000, "seeds": [1, 2]},
+        {"name": "large", "model": model | {"hidden_size": 64, "ffn_hidden_size": 128}, "seeds": [1, 2, 3, 4]}]}
+    raw["pretrain"].pop("seeds")
+    path = tmp_path / "ladder.json"
+    path.write_text(json.dumps(raw))
+    assert power.main([str(path), "--json", "--difference", "20"]) == 0
+    by_rung = json.loads(capsys.readouterr().out)
+    assert [(r, by_rung[r]["seeds"], by_rung[r]["arms"]) for r in by_rung] == [("small", 2, 2), ("large", 4, 2)]
+    assert by_rung["large"]["mdd"]["average"] < by_rung["small"]["mdd"]["average"]
+    assert by_rung["small"]["seeds_needed"] == by_rung["large"]["seeds_needed"]  # assumed noise: the same at every rung
+    with pytest.raises(SystemExit, match="no rung 'huge'"):
+        power.main([str(path), "--rung", "huge"])
