@@ -1,18 +1,7 @@
-"""Extraction quality: score arms directly on labelled pages (WebMainBench protocol).
-
-    python -m evaluation.extraction --config CONFIG --pages PATH... [--arms A B] [--out DIR]
-
-Each arm runs the very datatrove step the corpus stage runs (the arm's `step()`), fallbacks and
-timeouts included. `--arms` takes arms of the config, or an extractor kind that runs without
-options (corpus.extractors: trafilatura, resiliparse, readability, justext, html2text).
-
-Writes to DIR (default `<output_root>/extraction_quality/`): `pages.jsonl` (one row per arm and
-page), `summary.json` (means per dataset, language, difficulty, content type; errors, timeouts,
-fallbacks and pages/s per arm), `summary.md` (the table printed) and `<dataset>.png` bar charts.
-Full-gold pages get ROUGE-5 F1 and token F1, and ROUGE-5 F1 in the plain view (prediction and gold
-without their Markdown marks, corpus/extractors/plain.py: what is left of a difference there is
-content, not dialect); partial-gold pages snippet recall and leakage.
-"""
+"""The extraction-quality benchmark: every arm's datatrove step on labelled pages, each page
+scored against its gold (evaluation/extraction/metrics.py), the means by dataset, language,
+difficulty and content type, and the files `python -m evaluation.extraction` writes (its
+command and what it writes: evaluation/extraction/__main__.py)."""
 
 from __future__ import annotations
 
