@@ -23,7 +23,8 @@ from pathlib import Path
 def untrained_tiny(folder: Path) -> Path:
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from configs.experiment import PretrainConfig, TokenizerConfig
+    from configs.pretrain import PretrainConfig
+    from configs.tokens import TokenizerConfig
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import train_sentencepiece
     from pretrain.model import hf_config

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs.experiment import CleanTextConfig, CleanTextSet
+from configs.evaluation import CleanTextConfig, CleanTextSet
 from corpus.extractors.plain import plain_text
 from evaluation.offline_tasks import write_local_task
 from evaluation.suite import TASKS_DIR

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_the_gpu_check_runs_every_row_on_cpu(tmp_path):
     done = subprocess.run(["bash", "bench/gpu_check.sh", "--model", "tiny", "--steps", "4", "--global-batch", "4",
-                           "--micro-batch", "2", "4", "--unfused-micro-batch", "2", "--timeout", "540", "--out-dir", str(tmp_path)],
+                           "--micro-batch", "2", "4", "--unfused-micro-batch", "2", "--timeout", "540",
+                           "--out-dir", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads((tmp_path / "gpu_check.json").read_text())
