@@ -54,8 +54,8 @@ def main() -> None:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from evaluation.offline_tasks import write_offline_tasks
-    from evaluation.suite import TASKS_DIR, load_suite
+    from evaluation.tasks.offline import write_offline_tasks
+    from evaluation.tasks.suite import TASKS_DIR, load_suite
 
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = args.checkpoint or untrained_tiny(Path(tmp) / "model")

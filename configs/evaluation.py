@@ -39,7 +39,7 @@ class HubReference(StrictModel):
 
 
 class CleanTextSet(StrictModel):
-    """One reference of clean main content, scored by bits per byte (evaluation/clean_text.py).
+    """One reference of clean main content, scored by bits per byte (evaluation/tasks/clean_text.py).
     Exactly one source: `generated` pages, `jsonl` or `parquet` files (globs), or a `huggingface`
     dataset; `field` holds the text, in `format`: Markdown gives two views of the same reference
     (the Markdown, and its plain text by corpus/extractors/plain.py), plain text one."""
@@ -88,10 +88,10 @@ class CleanTextConfig(StrictModel):
 
 
 class EvaluationConfig(StrictModel):
-    """lm-eval over every exported checkpoint (the suite itself is evaluation/suite.yaml).
+    """lm-eval over every exported checkpoint (the suite itself is evaluation/tasks/suite.yaml).
 
     `tasks: hub` reads the real datasets (a cluster with the Hugging Face cache or network);
-    `offline` generates small local data in each task's schema (evaluation/offline_tasks.py)."""
+    `offline` generates small local data in each task's schema (evaluation/tasks/offline.py)."""
 
     tasks: Literal["hub", "offline"] = "hub"
     offline_items: int = Field(40, ge=2)

@@ -9,7 +9,7 @@ from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
 from corpus.extractors.base import versions_text
 from evaluation.metrics import DECISION
-from evaluation.suite import CATEGORY_TITLES, COLUMNS, Suite
+from evaluation.tasks.suite import CATEGORY_TITLES, COLUMNS, Suite
 
 COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
 REPORTED_PACKAGES = ("datatrove", "trafilatura", "torch", "megatron-core", "lm-eval", "transformers", "vllm")

@@ -63,11 +63,11 @@ from scipy import optimize, special, stats
 from scipy.stats import qmc
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from evaluation.clean_text import clean_text_tasks
-from evaluation.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
 from evaluation.metrics import DECISION, Family, families
 from evaluation.runs import compare, load_runs
-from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
+from evaluation.statistics.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
+from evaluation.tasks.clean_text import clean_text_tasks
+from evaluation.tasks.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
 
 POWER = 0.80
 PAPER_EFFECT = 0.0108  # Dripper - Trafilatura on the average, Table 5

@@ -52,8 +52,10 @@ from corpus.extractors.base import versions_text
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation import markdown
-from evaluation.clean_text import CleanTextTask, clean_text_tasks
-from evaluation.intervals import (
+from evaluation.metrics import DECISION, Family, families
+from evaluation.plots import plot_curves
+from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
+from evaluation.statistics.intervals import (
     LEVEL,
     Matrices,
     decidable_beyond,
@@ -63,11 +65,9 @@ from evaluation.intervals import (
     seed_variance,
     task_pair,
 )
-from evaluation.metrics import DECISION, Family, families
-from evaluation.noise import signal_and_noise
-from evaluation.plots import plot_curves
-from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
-from evaluation.suite import COLUMNS, Benchmark, Suite, load_suite
+from evaluation.statistics.noise import signal_and_noise
+from evaluation.tasks.clean_text import CleanTextTask, clean_text_tasks
+from evaluation.tasks.suite import COLUMNS, Benchmark, Suite, load_suite
 
 # ---------------------------------------------------------------- the headline: lm-eval's accuracies
 

@@ -12,7 +12,7 @@ from corpus.extractors.trafilatura.releases import installed_release
 from evaluation.evaluate import main as evaluate_main
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main
-from evaluation.suite import load_suite
+from evaluation.tasks.suite import load_suite
 
 pytestmark = pytest.mark.slow
 
