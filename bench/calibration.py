@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.intervals import tail_probability
 from evaluation.metrics import Family
-from evaluation.noise import signal_and_noise
 from evaluation.power import mdd, measured_score_noise, table_levels
 from evaluation.report import compare_arms, decision_rows, every_pair_rows, format_flags
+from evaluation.statistics.intervals import tail_probability
+from evaluation.statistics.noise import signal_and_noise
 
 OUT = Path(__file__).parent / "results" / "calibration.json"
 ITEMS = (100, 200, 400, 800, 1500, 2000)  # per task, accuracy and bits per byte

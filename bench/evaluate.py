@@ -23,7 +23,8 @@ from pathlib import Path
 def untrained_tiny(folder: Path) -> Path:
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from configs.experiment import PretrainConfig, TokenizerConfig
+    from configs.pretrain import PretrainConfig
+    from configs.tokens import TokenizerConfig
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import train_sentencepiece
     from pretrain.model import hf_config
@@ -53,8 +54,8 @@ def main() -> None:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from evaluation.offline_tasks import write_offline_tasks
-    from evaluation.suite import TASKS_DIR, load_suite
+    from evaluation.tasks.offline import write_offline_tasks
+    from evaluation.tasks.suite import TASKS_DIR, load_suite
 
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = args.checkpoint or untrained_tiny(Path(tmp) / "model")

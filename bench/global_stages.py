@@ -155,7 +155,7 @@ def tokenizer_scan(work: Path, n: int, write: bool):
 
 
 def tokenizer(work: Path, chars: int, write: bool):
-    from configs.experiment import TokenizerConfig
+    from configs.tokens import TokenizerConfig
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import take_chars, train_sentencepiece
 

@@ -39,8 +39,8 @@ def main() -> None:
 
     from transformers import LlamaForCausalLM
 
-    from configs.experiment import TrainingConfig
     from configs.model import ModelConfig, named_model
+    from configs.pretrain import TrainingConfig
     from pretrain.model import hf_config
     from pretrain.platform import PEAK_BF16_FLOPS
 

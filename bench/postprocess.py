@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/postprocess.json"))
     args = parser.parse_args()
 
-    from configs.experiment import TokenizerConfig
+    from configs.tokens import TokenizerConfig
     from corpus.tokens.tokenizer import train_sentencepiece
 
     docs = documents(args.docs)

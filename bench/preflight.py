@@ -119,8 +119,8 @@ def evaluation_data_checks() -> list[dict]:
     import lm_eval
     from huggingface_hub import scan_cache_dir
 
-    from evaluation.offline_tasks import OFFLINE
-    from evaluation.shims import builtin_task_yaml
+    from evaluation.tasks.offline import OFFLINE
+    from evaluation.tasks.shims import builtin_task_yaml
 
     try:
         cached = {repo.repo_id for repo in scan_cache_dir().repos if repo.repo_type == "dataset"}
@@ -337,7 +337,7 @@ def measure_training(config: ExperimentConfig, out: Path, steps: int, cuda: bool
 
 def evaluation_hours_per_checkpoint(lm_eval_run: dict) -> float:
     """All 13 benchmarks at the measured seconds per document (a rough rate: tasks differ)."""
-    from evaluation.suite import load_suite
+    from evaluation.tasks.suite import load_suite
 
     documents = sum(sum(b.items) * (2 if b.cloze else 1) for b in load_suite().benchmarks)
     return documents * lm_eval_run["seconds"] / lm_eval_run["documents"] / 3600

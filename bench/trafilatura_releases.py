@@ -13,7 +13,7 @@ environments: `make setup` makes 1.11.0's, `make trafilatura-release TRAFILATURA
    protocol): ROUGE-5 F1 per full-gold
    set and its means over sets and over pages; snippet recall / leakage on partial-gold sets. Then
    the installed release minus each other, paired page by page, with 95% intervals over the pages
-   (evaluation.intervals): ROUGE-5 F1 as the protocol scores it (Markdown), in the plain view (the
+   (evaluation.statistics.intervals): ROUGE-5 F1 as the protocol scores it (Markdown), in the plain view (the
    marks of both sides removed: what is left is content, not dialect) and bag-of-words token F1.
 2. Speed: pages/s per core, from the CPU seconds of `trafilatura.extract` over the same pages, each
    release in a worker process of its own environment (the installed release too, so that both
@@ -44,7 +44,7 @@ from corpus.extractors.trafilatura.releases import installed_release
 from corpus.extractors.trafilatura.step import Trafilatura
 from corpus.sample.annotated import SHARED_PAGE_SETS, LabelledPage, load_pages
 from evaluation.extraction.benchmark import evaluate, markdown_table
-from evaluation.intervals import SeedVariance, paired_interval
+from evaluation.statistics.intervals import SeedVariance, paired_interval
 
 DEMO_CONFIG = Path("configs/local.yaml")
 SCORES = {"rouge5_f1": "ROUGE-5 F1, Markdown (the protocol)", "rouge5_f1_plain": "ROUGE-5 F1, plain view",

@@ -1,4 +1,4 @@
-"""Score every exported checkpoint with lm-eval on the suite (evaluation/suite.yaml).
+"""Score every exported checkpoint with lm-eval on the suite (evaluation/tasks/suite.yaml).
 
     python -m evaluation.evaluate CONFIG [--rung RUNG]   every checkpoint not yet evaluated, here
     python -m evaluation.evaluate CONFIG --submit        the same as a Slurm job array (GPU nodes)
@@ -10,7 +10,7 @@ seed<S>/hf/step_*`), of every rung of the ladder unless --rung names one. Each g
 structure, task configs and versions, with arm, rung, seed and step)
 and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, from which the report reads
 every per-document score and the continuous metrics). The clean-text tasks of
-`evaluation.clean_text` (evaluation/clean_text.py) run in the same call as the suite's zero-shot
+`evaluation.clean_text` (evaluation/tasks/clean_text.py) run in the same call as the suite's zero-shot
 tasks. A checkpoint with `results.json` is done and skipped on a re-run.
 """
 
@@ -27,8 +27,8 @@ from configs.base import ConfigError
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
-from evaluation.clean_text import clean_text_tasks, write_clean_text_tasks
-from evaluation.suite import TASKS_DIR, load_suite
+from evaluation.tasks.clean_text import clean_text_tasks, write_clean_text_tasks
+from evaluation.tasks.suite import TASKS_DIR, load_suite
 from slurm import console
 from slurm.jobs import BatchJob, sbatch, write_job
 
@@ -71,7 +71,7 @@ def task_manager(config: ExperimentConfig):
     include_path. Indexing takes seconds: build it once per process."""
     from lm_eval.tasks import TaskManager
 
-    from evaluation.offline_tasks import write_offline_tasks
+    from evaluation.tasks.offline import write_offline_tasks
 
     logging.getLogger("lm_eval.tasks._index").addFilter(ExpectedOverrides())
     paths = [str(TASKS_DIR)]

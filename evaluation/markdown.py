@@ -10,7 +10,7 @@ from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
 from corpus.extractors.base import versions_text
 from evaluation.metrics import DECISION
-from evaluation.suite import CATEGORY_TITLES, COLUMNS, Suite
+from evaluation.tasks.suite import CATEGORY_TITLES, COLUMNS, Suite
 
 COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
 REPORTED_PACKAGES = ("datatrove", "trafilatura", "torch", "megatron-core", "lm-eval", "transformers", "vllm")
@@ -109,7 +109,7 @@ def decision_markdown(report: dict) -> list[str]:
              "interval excludes zero, but not once the table's other differences are counted; `noise`: this run cannot "
              "tell it from zero. Intervals: test documents and training seeds, the seed variance each pair's own "
              "two arms' (never pooled over other arms), a generalized interval on their degrees of freedom "
-             "(evaluation/intervals.py).", "",
+             "(evaluation/statistics/intervals.py).", "",
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]

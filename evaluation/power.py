@@ -29,7 +29,7 @@ variance has three parts:
 The minimum detectable difference (MDD) is the true difference the report calls a result 80% of
 the time, found by simulating the report's own decision on those noise parts: each arm's seed
 variance estimated from its S seeds, the documents' part from its documents, the generalized
-interval of evaluation/intervals.py, every seed agreeing in sign, and the level of the table the
+interval of evaluation/statistics/intervals.py, every seed agreeing in sign, and the level of the table the
 score is decided in: a cell of the decision table (each arm against the reference on the
 decision's scores) is tested at 0.05 / its cells, the first step of Holm's adjustment over that
 table, a benchmark at 0.05 / (pairs x benchmarks) (its family's table), any other score (a
@@ -41,7 +41,7 @@ seeds' noise dominates, and the fewest seeds that reach 80% are given, up to MAX
 
 Assumed mode (what `plan` prints before a run): p = 0.5 (the largest document variance), rho =
 0.5, sigma_seed = 0.5 points per benchmark, phi = 0 and rho_seed = 0 (stated with the result),
-for the suite's accuracy. Item counts are each task's scored split (evaluation/suite.yaml), or
+for the suite's accuracy. Item counts are each task's scored split (evaluation/tasks/suite.yaml), or
 `evaluation.offline_items` / `evaluation.limit` where the config sets them.
 
 `--from-run` reads the run's evaluated checkpoints (the report's comparison: evaluation/runs.py)
@@ -68,11 +68,11 @@ from scipy import optimize, special, stats
 from scipy.stats import qmc
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from evaluation.clean_text import clean_text_tasks
-from evaluation.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
 from evaluation.metrics import DECISION, Family, families
 from evaluation.runs import compare, load_runs
-from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
+from evaluation.statistics.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
+from evaluation.tasks.clean_text import clean_text_tasks
+from evaluation.tasks.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
 
 POWER = 0.80
 PAPER_EFFECT = 0.0108  # Dripper - Trafilatura on the average, Table 5

@@ -15,15 +15,15 @@ difference of every pair of arms) and `curves_<family>.png`.
   numbers), mean ± spread across seeds, and centered accuracy beside the raw average.
 - Beside accuracy, continuous scores from the same logs (evaluation/metrics/): bits per byte
   of the gold answer and the probability on it per benchmark, and bits per byte on clean web
-  text in two views (evaluation/clean_text.py), its own category.
+  text in two views (evaluation/tasks/clean_text.py), its own category.
 - Differences between every pair of arms come with 95% intervals sound with 2-3 seeds
-  (evaluation/intervals.py: each pair's own seed variance, a generalized interval). The decision
+  (evaluation/statistics/intervals.py: each pair's own seed variance, a generalized interval). The decision
   table opens the comparison, per arm against the reference arm (the config's first): a
   difference is a result when it stays resolved after Holm's adjustment over every cell of the
   table and every seed agrees in sign; the every-pair table is adjusted over its own cells, the
   per-benchmark marks over every pair and benchmark of the family.
 - Noise measured from the run and the signal-to-noise ratio per family and score, beside the
-  floor it has with no difference (evaluation/noise.py); the clean-text pairs whose difference
+  floor it has with no difference (evaluation/statistics/noise.py); the clean-text pairs whose difference
   itself changes with the view (the view-by-arm interaction, Holm over pairs and sets) are
   flagged as format-dependent.
 - Notes on what the numbers rest on where it is less than the method assumes: one seed, arms that
@@ -52,8 +52,11 @@ from corpus.extractors.base import versions_text
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation import markdown
-from evaluation.clean_text import CleanTextTask, clean_text_tasks
-from evaluation.intervals import (
+from evaluation.ladder import ladder_report
+from evaluation.metrics import DECISION, Family, families
+from evaluation.plots import plot_curves, plot_ladder
+from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
+from evaluation.statistics.intervals import (
     LEVEL,
     Matrices,
     decidable_beyond,
@@ -63,12 +66,9 @@ from evaluation.intervals import (
     seed_variance,
     task_pair,
 )
-from evaluation.ladder import ladder_report
-from evaluation.metrics import DECISION, Family, families
-from evaluation.noise import signal_and_noise
-from evaluation.plots import plot_curves, plot_ladder
-from evaluation.runs import Comparison, Run, compare, load_runs, run_score, short_log
-from evaluation.suite import COLUMNS, Benchmark, Suite, load_suite
+from evaluation.statistics.noise import signal_and_noise
+from evaluation.tasks.clean_text import CleanTextTask, clean_text_tasks
+from evaluation.tasks.suite import COLUMNS, Benchmark, Suite, load_suite
 
 # ---------------------------------------------------------------- the headline: lm-eval's accuracies
 

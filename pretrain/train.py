@@ -29,7 +29,8 @@ import torch.distributed as dist
 
 from configs.base import ConfigError
 from configs.environment import check_output_root
-from configs.experiment import ExperimentConfig, TrainingConfig, load_experiment_or_exit
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
 from slurm import console
 from slurm.console import say

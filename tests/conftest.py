@@ -228,8 +228,8 @@ def tiny_lm(tmp_path_factory) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaForCausalLM
 
-    from configs.experiment import TokenizerConfig
     from configs.model import ModelConfig
+    from configs.tokens import TokenizerConfig
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import train_sentencepiece
     from pretrain.model import hf_config

@@ -43,7 +43,7 @@ def test_training_without_the_corpus_names_what_is_missing(tmp_path, capsys):
 
 
 def test_a_folder_resumed_by_another_config_keeps_its_first_maker(tmp_path, sample_dir):
-    from configs.experiment import EvaluationConfig
+    from configs.evaluation import EvaluationConfig
     from configs.provenance import config_sha256, read_provenance, write_provenance
 
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {"t": {"extractor": "trafilatura"}})

@@ -17,7 +17,7 @@ from conftest import build_pretrain_corpus, pretrain_experiment
 from corpus.extractors.trafilatura.releases import installed_release
 from evaluation.evaluate import pending
 from evaluation.report import main as report_main
-from evaluation.suite import load_suite
+from evaluation.tasks.suite import load_suite
 
 pytestmark = pytest.mark.slow
 

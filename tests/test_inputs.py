@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from configs.experiment import CommonCrawlInput, ExperimentConfig
+from configs.experiment import ExperimentConfig
+from configs.inputs import CommonCrawlInput
 from conftest import damaged_in_the_middle, make_config, member_starts, output_hashes
 from corpus.accounting.ledger import accounted_text, arm_ledger, ledgers, summary_line
 from corpus.accounting.summary import counters, find_step, merged_stats

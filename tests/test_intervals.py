@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluation.intervals import (
+from evaluation.statistics.intervals import (
     arm_scores,
     critical_difference,
     holm,

@@ -11,9 +11,9 @@ from scipy import stats
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation import power
-from evaluation.intervals import tail_probability
 from evaluation.power import PowerAssumptions, ScoreNoise, UnitNoise, assumed_noise, mdd, score_noise
-from evaluation.suite import Suite, load_suite
+from evaluation.statistics.intervals import tail_probability
+from evaluation.tasks.suite import Suite, load_suite
 
 SUITE = Suite.model_validate({"headline": "standard", "benchmarks": [
     {"name": "A", "category": "knowledge", "tasks": ["a"], "score": "acc", "chance": 0.25, "items": [100]},

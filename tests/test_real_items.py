@@ -14,8 +14,8 @@ import pytest
 from evaluation.evaluate import OFFLINE_ENV
 from evaluation.metrics import document_values
 from evaluation.metrics.gold import gold_index
-from evaluation.offline_tasks import included_yaml, task_splits, write_local_task
-from evaluation.suite import TASKS_DIR
+from evaluation.tasks.offline import included_yaml, task_splits, write_local_task
+from evaluation.tasks.suite import TASKS_DIR
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "lm-eval"
 ITEMS = 8

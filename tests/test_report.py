@@ -10,7 +10,7 @@ from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation.markdown import report_markdown
 from evaluation.report import build_report, category_means, centered, decision_rows, main
-from evaluation.suite import load_suite
+from evaluation.tasks.suite import load_suite
 
 SUITE = load_suite()
 CLEAN = {"clean_text": {"sets": [{"name": "web", "generated": {"pages": 4, "seed": 11}}]}}

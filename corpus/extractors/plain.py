@@ -7,7 +7,7 @@ words of headings, paragraphs, list items, table cells and code, without `#`, `*
 backslash escapes, link targets or images. Blocks are separated by a blank line; the items of one
 list and the rows of one table by a line break; the cells of a row by a tab (as a browser's
 innerText). The same function serves every arm (`PlainText`, the step after the extractor) and
-the plain view of the clean-text reference (evaluation.clean_text), so both are one format.
+the plain view of the clean-text reference (evaluation/tasks/clean_text.py), so both are one format.
 """
 
 from __future__ import annotations

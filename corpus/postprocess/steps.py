@@ -7,7 +7,7 @@ Each step's name is the folder of what it removes (`<output_root>/post/<arm>/rem
 every document with its `filter_reason`), its key in the ledger, and how the report finds it.
 The stages that run the steps (corpus.postprocess.stages), the ledger's rows
 (corpus.accounting.ledger) and the report's columns are built from `POSTPROCESS_STEPS`; a new filter
-is one entry here, its options in `configs.experiment.PostprocessConfig` and, where datatrove has
+is one entry here, its options in `configs.postprocess.PostprocessConfig` and, where datatrove has
 none, its class (corpus.postprocess.filters). Record-level steps (the URL blocklist) run before
 extraction, in every extractor arm's extraction stage (corpus.extractors.prefilters), unless
 `postprocess.safety.before_extraction: false`; a reference corpus, never extracted, runs them here.
@@ -23,7 +23,8 @@ from datatrove.pipeline.dedup import MinhashDedupFilter
 from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter
 from datatrove.pipeline.writers import JsonlWriter
 
-from configs.experiment import ExperimentConfig, PostprocessConfig
+from configs.experiment import ExperimentConfig
+from configs.postprocess import PostprocessConfig
 from corpus.extractors.prefilters import URL_BLOCKLIST, OfflineURLFilter, url_filter
 from corpus.language import default_lid_model
 from corpus.postprocess.exact_dedup import Sha256DedupFilter

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from configs.base import ConfigError
-from configs.experiment import CommonCrawlInput, ExperimentConfig, InputsConfig
+from configs.experiment import ExperimentConfig
+from configs.inputs import CommonCrawlInput, InputsConfig
 from corpus.read.manifest import MANIFEST, identity, location, read_manifest, read_user_manifest, write_manifest
 from corpus.read.warc import (
     DAMAGED,

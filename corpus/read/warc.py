@@ -48,7 +48,7 @@ from corpus.read.framing import WHAT_TO_DO, CorruptWarc, Digest, ShortReply, Sou
 from corpus.read.manifest import identity, read_manifest
 
 if TYPE_CHECKING:
-    from configs.experiment import ReadRetries
+    from configs.inputs import ReadRetries
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)

@@ -28,7 +28,8 @@ from pathlib import Path
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-from configs.experiment import ExperimentConfig, TokenizerConfig
+from configs.experiment import ExperimentConfig
+from configs.tokens import TokenizerConfig
 from corpus.extractors.prefilters import passes_record_filters
 from corpus.stage import record_hash
 

@@ -17,10 +17,10 @@ gold.py.
 
 from __future__ import annotations
 
-from evaluation.clean_text import CleanTextTask
 from evaluation.metrics import accuracy, bpb, clean_text, p_gold
 from evaluation.metrics.family import Family
-from evaluation.suite import Suite
+from evaluation.tasks.clean_text import CleanTextTask
+from evaluation.tasks.suite import Suite
 
 FAMILIES = (accuracy, bpb, p_gold, clean_text)
 # what the decision table reads, per arm against the reference: (family, column)

@@ -4,7 +4,7 @@ document, the paper's headline, with a centered average ((score − chance) / (1
 from __future__ import annotations
 
 from evaluation.metrics.family import Family, benchmark_family
-from evaluation.suite import Suite
+from evaluation.tasks.suite import Suite
 
 NAME = "accuracy"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from evaluation.metrics.family import Family, benchmark_family
 from evaluation.metrics.gold import bits_per_byte, choices
-from evaluation.suite import Suite
+from evaluation.tasks.suite import Suite
 
 NAME = "bpb"
 

@@ -1,4 +1,4 @@
-"""`clean_text`: bits per byte of clean main content (evaluation/clean_text.py), lm-eval's
+"""`clean_text`: bits per byte of clean main content (evaluation/tasks/clean_text.py), lm-eval's
 `bits_per_byte` (sum of bits over sum of bytes), its own category, never in the average: one
 column per view (plain text, Markdown) averaging the sets, and one per set without views."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluation.clean_text import VIEW_TITLES, CleanTextTask
 from evaluation.metrics.family import Family
 from evaluation.metrics.gold import LN2
+from evaluation.tasks.clean_text import VIEW_TITLES, CleanTextTask
 
 NAME = "clean_text"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evaluation.suite import CATEGORIES, CATEGORY_TITLES, Suite
+from evaluation.tasks.suite import CATEGORIES, CATEGORY_TITLES, Suite
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import numpy as np
 
 from evaluation.metrics.family import Family, benchmark_family
 from evaluation.metrics.gold import choices
-from evaluation.suite import Suite
+from evaluation.tasks.suite import Suite
 
 NAME = "p_gold"
 

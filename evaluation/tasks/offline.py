@@ -1,9 +1,9 @@
 """Offline versions of the suite's tasks: small generated data in each task's own schema.
 
-    python -m evaluation.offline_tasks --out DIR [--items 40] [--seed 0]
+    python -m evaluation.tasks.offline --out DIR [--items 40] [--seed 0]
 
 For every task of the suite, DIR gets `<task>.jsonl` per split and a `<task>.yaml` that
-`include`s the real task (lm-eval's builtin YAML, or the project's in evaluation/lm_eval_tasks)
+`include`s the real task (lm-eval's builtin YAML, or the project's in evaluation/tasks/lm_eval_tasks)
 and only points it at the local files (`dataset_path: json`). The task keeps its name, prompt,
 choices and metrics, so with DIR on lm-eval's include_path the same task names run offline, and
 results, logs and reports are identical in form to a real run. The data is generated English-like
@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 
 from corpus.sample.text import NAMES, Prose
-from evaluation.shims import builtin_task_yaml
-from evaluation.suite import TASKS_DIR, load_suite
+from evaluation.tasks.shims import builtin_task_yaml
+from evaluation.tasks.suite import TASKS_DIR, load_suite
 
 
 def _choices(prose: Prose, n: int) -> list[str]:
@@ -182,7 +182,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.offline_tasks", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m evaluation.tasks.offline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--items", type=int, default=40, help="documents per split")

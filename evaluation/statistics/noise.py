@@ -11,7 +11,7 @@ For every metric family and every score (a benchmark, a category, the average, a
 - SNR: signal / checkpoint noise, and signal / seed noise;
 - the floor: the signal the same arms show with no true difference at all. With no difference,
   max − min of K arms' means is the range of K normal draws, each an arm's noise: half a pair's
-  documents' part (mean over the pairs, evaluation/intervals.py) and the arm's own seed variance
+  documents' part (mean over the pairs, evaluation/statistics/intervals.py) and the arm's own seed variance
   over its seeds (mean over the arms). The floor is that range's mean at the measured noise, and
   its 95th percentile with the noise's own uncertainty (the fiducial distribution the intervals
   use: with 2-3 seeds the seed variance may be far above its estimate), and the SNRs the mean
@@ -32,7 +32,7 @@ from functools import cache
 import numpy as np
 from scipy import optimize, special
 
-from evaluation.intervals import NODE_WEIGHTS, fiducial_variances
+from evaluation.statistics.intervals import NODE_WEIGHTS, fiducial_variances
 
 
 def pooled_sd(groups: list[list[float]]) -> float | None:
@@ -62,7 +62,7 @@ def standard_range(arms: int) -> float:
 
 def range_quantile(arms: int, q: float, variances: np.ndarray, weights: np.ndarray) -> float:
     """The q-quantile of max − min of `arms` normal draws whose variance is uncertain: `variances`
-    at the quadrature nodes of its fiducial distribution (evaluation/intervals.py), `weights`."""
+    at the quadrature nodes of its fiducial distribution (evaluation/statistics/intervals.py), `weights`."""
     r, cdf = _range_cdf(arms)
     sd = np.sqrt(np.maximum(variances, 1e-300))
 

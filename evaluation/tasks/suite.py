@@ -1,4 +1,4 @@
-"""The benchmark suite (evaluation/suite.yaml): 13 benchmarks, their lm-eval tasks, the metric
+"""The benchmark suite (evaluation/tasks/suite.yaml): 13 benchmarks, their lm-eval tasks, the metric
 each contributes, its chance level and category. Loaded and validated once; everything that
 runs or reports the suite asks it, so the suite is defined in one place."""
 

@@ -26,10 +26,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs.experiment import CleanTextConfig, CleanTextSet
+from configs.evaluation import CleanTextConfig, CleanTextSet
 from corpus.extractors.plain import plain_text
-from evaluation.offline_tasks import write_local_task
-from evaluation.suite import TASKS_DIR
+from evaluation.tasks.offline import write_local_task
+from evaluation.tasks.suite import TASKS_DIR
 
 TEMPLATE = TASKS_DIR / "_clean_text_template"
 VIEW_TITLES = {"plain": "plain text", "markdown": "Markdown"}

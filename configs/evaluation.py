@@ -1,0 +1,107 @@
+"""`evaluation:`: lm-eval over every exported checkpoint, the clean-text sets, and the report's averaging."""
+
+from __future__ import annotations
+
+import glob
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from configs.base import StrictModel
+
+
+class EvaluationSlurm(StrictModel):
+    """One array task per checkpoint, one GPU each."""
+
+    partition: str = "gpu"
+    gpus: int = Field(1, ge=1)
+    cpus_per_task: int = Field(8, ge=1)
+    mem_gb: int = Field(64, ge=1)
+    time: str = "04:00:00"
+    qos: str = "normal"
+    parallel: int = Field(32, ge=1)  # array tasks running at once
+
+
+class GeneratedReference(StrictModel):
+    """The gold main content of English pages the project's generator writes (corpus.sample),
+    with a seed the training sample does not use."""
+
+    pages: int = Field(120, ge=2)
+    seed: int = 11
+
+
+class HubReference(StrictModel):
+    """A Hugging Face dataset (hub id or local folder; on a cluster from the cache)."""
+
+    dataset: str
+    subset: str | None = None
+    split: str = "test"
+
+
+class CleanTextSet(StrictModel):
+    """One reference of clean main content, scored by bits per byte (evaluation/tasks/clean_text.py).
+    Exactly one source: `generated` pages, `jsonl` or `parquet` files (globs), or a `huggingface`
+    dataset; `field` holds the text, in `format`: Markdown gives two views of the same reference
+    (the Markdown, and its plain text by corpus/extractors/plain.py), plain text one."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")  # part of the lm-eval task names
+    generated: GeneratedReference | None = None
+    jsonl: list[str] | None = None
+    parquet: list[str] | None = None
+    huggingface: HubReference | None = None
+    field: str = "text"
+    format: Literal["markdown", "plain"] = "markdown"
+    max_documents: int = Field(1000, ge=2)  # the first ones, in file order
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CleanTextSet:
+        given = [k for k in ("generated", "jsonl", "parquet", "huggingface") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"clean text set {self.name!r}: give exactly one of generated, jsonl, parquet, "
+                             f"huggingface (got {given or 'none'})")
+        if self.generated is not None and "field" in self.model_fields_set:
+            raise ValueError(f"clean text set {self.name!r}: generated pages have no field; drop it")
+        for pattern in (self.jsonl or []) + (self.parquet or []):
+            if not glob.glob(pattern):
+                raise ValueError(f"clean text set {self.name!r}: no file matches {pattern!r}")
+        return self
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        return ("plain", "markdown") if self.format == "markdown" else ("plain",)
+
+
+class CleanTextConfig(StrictModel):
+    """Bits per byte on clean web text, its own category of the report. `sets`: references the
+    project turns into lm-eval tasks; `lm_eval_tasks`: lm-eval's own perplexity tasks by name
+    (`wikitext`, `paloma_c4_en`, ...; their data from the hub or its cache)."""
+
+    sets: list[CleanTextSet] = []
+    lm_eval_tasks: list[str] = []
+
+    @model_validator(mode="after")
+    def _unique(self) -> CleanTextConfig:
+        names = [s.name for s in self.sets]
+        if len(names) != len(set(names)):
+            raise ValueError(f"clean text set names repeat: {names}")
+        return self
+
+
+class EvaluationConfig(StrictModel):
+    """lm-eval over every exported checkpoint (the suite itself is evaluation/tasks/suite.yaml).
+
+    `tasks: hub` reads the real datasets (a cluster with the Hugging Face cache or network);
+    `offline` generates small local data in each task's schema (evaluation/tasks/offline.py)."""
+
+    tasks: Literal["hub", "offline"] = "hub"
+    offline_items: int = Field(40, ge=2)
+    batch_size: int | Literal["auto"] = "auto"
+    max_gen_toks: int | None = None  # generation budget (CoQA); None: the task's own (256)
+    limit: int | None = Field(None, ge=1)  # documents per task, for quick looks; None: all
+    cpu_threads: int = Field(2, ge=1)  # torch threads on CPU: the same scores on any machine
+    clean_text: CleanTextConfig = CleanTextConfig()
+    # the report: a run's score is the mean over its last `average_last` compared checkpoints
+    # (1: the final one); checkpoint noise is the SD over each run's last `noise_checkpoints`
+    average_last: int = Field(1, ge=1)
+    noise_checkpoints: int = Field(3, ge=2)
+    slurm: EvaluationSlurm = EvaluationSlurm()
