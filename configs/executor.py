@@ -19,7 +19,7 @@ class ExecutorConfig(StrictModel):
     # the most array tasks the flow holds queued at once (each counts as a job against a site's
     # per-user MaxSubmitJobs; leave room for your other jobs); null: no limit. Past it, the flow
     # submits what fits and one job that submits the rest when that has finished (corpus/flow/submit.py)
-    max_queued_tasks: int | None = Field(None, ge=2)
+    max_queued_tasks: int | None = Field(None, ge=3)
 
     @model_validator(mode="before")
     @classmethod

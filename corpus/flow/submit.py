@@ -61,12 +61,14 @@ def throttles(workers: int, arrays: int) -> list[int]:
 
 def next_round(stages: list[Stage], unfinished: dict[str, int], limit: int | None) -> dict[str, int]:
     """How many of each stage's unfinished tasks one submission queues: all of them within
-    `limit`; past it, `limit` less one place (the job that submits the rest), first shared among
-    the stages that can start now in proportion to their workers (a GPU stage and a CPU stage
-    both busy), then in running order to any stage whose needs this round submits whole."""
-    if limit is None or sum(unfinished.values()) <= limit:
+    `limit` less one place; past it, `limit` less two places, first shared among the stages that
+    can start now in proportion to their workers (a GPU stage and a CPU stage both busy), then in
+    running order to any stage whose needs this round submits whole. The two places: the job that
+    will submit the rest, and the one submitting this round, which is still running and counts
+    against MaxSubmitJobs (a first round from a login node leaves that place empty)."""
+    if limit is None or sum(unfinished.values()) <= limit - 1:
         return {label: n for label, n in unfinished.items() if n}
-    room = limit - 1
+    room = limit - 2
     ready = [s for s in stages if unfinished[s.label] and not any(unfinished[need] for need in s.needs)]
     workers = sum(s.resources.workers for s in ready)
     out = {s.label: min(unfinished[s.label], room * s.resources.workers // workers) for s in ready}
