@@ -13,6 +13,7 @@ from datatrove.data import Document
 
 from configs.provenance import write_provenance
 from conftest import make_config
+from corpus.accounting.ledger import arm_ledger
 from corpus.extractors import TrafilaturaArm
 from corpus.extractors.trafilatura import TrafilaturaOptions
 from corpus.extractors.trafilatura.releases import installed_release, release_environment
@@ -107,6 +108,9 @@ def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_pa
     assert summaries["current"]["versions"] == {"trafilatura": installed_release()}
     closing = [line for line in terminal.getvalue().splitlines() if line.startswith("✓ extract-paper")]
     assert len(closing) == 1 and f"documents by trafilatura {PAPER_RELEASE} (" in closing[0]
+    ledgers = {a: arm_ledger(config, a) for a in config.arms}
+    assert ledgers["paper"]["versions"] == {"trafilatura": PAPER_RELEASE}
+    assert ledgers["current"]["versions"] == {"trafilatura": installed_release()}
     made = json.loads((config.arm_dir("paper") / "provenance.json").read_text())
     assert made["extractors"] == {"current": {"trafilatura": installed_release()}, "paper": {"trafilatura": PAPER_RELEASE}}
     # each release's own Markdown: 2.x escapes CommonMark's inline characters, 1.11 does not
