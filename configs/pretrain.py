@@ -140,6 +140,12 @@ class PretrainConfig(StrictModel):
         names = [r.name for r in self.ladder]
         if len(names) != len(set(names)):
             raise ValueError(f"ladder: rung names repeat: {names}")
+        # Megatron cuts a dataset into samples of seq_length + 1 tokens and shuffles those: only at
+        # one length is a smaller rung's data a prefix of a larger one's, in the same order
+        lengths = {r.name: r.model.seq_length for r in self.ladder}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"ladder: every rung needs the same model.seq_length, so that each trains on a prefix "
+                             f"of the same sample order; got {lengths}")
         return self
 
     def rung_named(self, name: str) -> Rung:

@@ -10,9 +10,12 @@ and none of 8 extrapolation methods beat it for its compute. This module compute
   decision accuracy), and per rung the share of pairs whose sign it got right;
 - `fit_scaling`: per arm, score against training compute C (FLOPs), fitted as
   score = e + a * C^(-b) (a loss: bits per byte fall towards e) or e - a * C^(-b) (an accuracy
-  rises towards e), a, b > 0; with two compute points only, a line in log C. Its value at the target
-  compute comes with a bootstrap interval over seeds (seeds resampled within each rung, the fit
-  redone): a prediction, never a result.
+  rises towards e), a, b > 0; with two compute points only, a line in log C. The fit goes through
+  the rungs below the target only, so that where the target has run its score tests the prediction
+  out of sample. Its value at the target compute comes with a percentile bootstrap interval over
+  seeds (seeds resampled within each rung, the fit redone): with 2-5 seeds a rung such an interval
+  is too narrow (a bootstrap over n seeds sees (n-1)/n of their variance and none of what they did
+  not sample), so it is a floor on the uncertainty. A prediction, never a result.
 """
 
 from __future__ import annotations
@@ -167,8 +170,10 @@ def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: li
     """The ladder's part of the report from each evaluated rung's report (`reports`, smallest rung
     first) and each rung's training compute in FLOPs: the agreement of every rung's verdicts with
     the target's (the last configured rung; while it has no evaluated run, the largest that has, and
-    said so), and per score and arm the scaling fit with its prediction at the target's compute."""
-    evaluated = [r for r in rungs if r in reports and reports[r]["arms"]]
+    said so), and per score and arm the scaling fit through the rungs below the target with its
+    prediction at the target's compute (beside the target's own scores, where it has run)."""
+    # a rung decides something only once two arms have evaluated runs there
+    evaluated = [r for r in rungs if r in reports and len(reports[r]["arms"]) >= 2]
     reference = target if target in evaluated else (evaluated[-1] if evaluated else None)
     out = {"rungs": rungs, "evaluated": evaluated, "target": target, "reference": reference,
            "target_evaluated": target in evaluated, "compute": compute, "agreement": {}, "scores": {}}
@@ -191,9 +196,11 @@ def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: li
         for arm in arms:
             points = {r: f["finals"]["columns"][column][arm] for r, f in present.items()
                       if f["finals"]["columns"][column].get(arm)}
-            fit = fit_scaling({compute[r]: s for r, s in points.items()}, compute[target], lower, resamples) \
-                if len(points) >= 2 else None
-            per_arm[arm] = {"points": {r: {"compute": compute[r], "scores": s} for r, s in points.items()}, "fit": fit}
+            below = {r: s for r, s in points.items() if r != target}
+            fit = fit_scaling({compute[r]: s for r, s in below.items()}, compute[target], lower, resamples) \
+                if len(below) >= 2 else None
+            per_arm[arm] = {"points": {r: {"compute": compute[r], "scores": s} for r, s in points.items()},
+                            "fit": fit and fit | {"through": list(below)}}
         out["scores"][f"{family}:{column}"] = {
             "family": family, "column": column, "title": f"{any_family['title']}: {any_family['columns'][column]}",
             "unit": any_family["unit"], "scale": any_family["scale"], "lower_is_better": lower, "arms": per_arm}

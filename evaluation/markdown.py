@@ -330,9 +330,10 @@ def ladder_markdown(report: dict) -> list[str]:
         compute = ladder.get("compute", {}).get(rung)
         at = f"{done['compared_tokens']:,} tokens, seeds {', '.join(map(str, sorted(done['table'][done['arms'][0]]['seeds'])))}" \
             if done["arms"] and done["compared_tokens"] else "not yet"
+        seeds = ", ".join(map(str, shape["seeds"])) + (" (one: no seed variance, nothing resolves)"
+                                                        if len(shape["seeds"]) == 1 else "")
         lines.append(f"| {rung}{' (target)' if rung == target else ''} | {shape['non_embedding_parameters']:,} | "
-                     f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | "
-                     f"{', '.join(map(str, shape['seeds']))} | {at} |")
+                     f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | {seeds} | {at} |")
     if reference is None:
         return lines + ["", "No rung has evaluated runs yet."]
     if not ladder["target_evaluated"]:
@@ -369,21 +370,24 @@ def ladder_markdown(report: dict) -> list[str]:
     fits = [(score, arm, data["fit"]) for score, s in ladder["scores"].items() for arm, data in s["arms"].items()
             if data["fit"]]
     if fits:
-        lines += ["", f"Scaling fits, per arm: the score against training compute through the rungs' seeds "
-                      f"(score = e ± a·C^(−b) through three compute points or more, a line in log C through two), and "
-                      f"its value at {target}'s compute ({ladder['compute'][target]:.3g} FLOPs) with a 95% bootstrap "
-                      "interval over seeds. **A prediction, not a result**: DataDecide found that extrapolations "
-                      "like these did not pick the better corpus more often than ranking at one small size for the "
-                      "same compute.", "",
-                  "| score | arm | form | prediction at " + target + " | interval | observed there |",
-                  "|---|---|---|---:|---|---:|"]
+        lines += ["", f"Scaling fits, per arm: the score against training compute through the seeds of the rungs "
+                      f"below {target} (score = e ± a·C^(−b) through three compute points or more, a line in log C "
+                      f"through two), and its value at {target}'s compute ({ladder['compute'][target]:.3g} FLOPs) "
+                      f"with a 95% bootstrap interval over seeds, beside what {target} scored where it has run (a test "
+                      "out of sample). With a few seeds a rung the bootstrap sees less than their variance: the "
+                      "interval is a floor on the uncertainty, and '-' where a rung has one seed. **A prediction, not "
+                      "a result**: DataDecide found that extrapolations like these did not pick the better corpus "
+                      "more often than ranking at one small size for the same compute.", "",
+                  "| score | arm | form | through | prediction at " + target + " | interval | observed there |",
+                  "|---|---|---|---|---:|---|---:|"]
         for score, arm, fit in fits:
             s = ladder["scores"][score]
             family = reports[reference]["families"][s["family"]]
             observed = s["arms"][arm]["points"].get(target) if ladder["target_evaluated"] else None
             low, high = fit["interval"]
             interval = "-" if math.isnan(low) else f"[{_number(low, family)}, {_number(high, family)}]"
-            lines.append(f"| {s['title']} | {arm} | {fit['form']} | {_number(fit['prediction'], family)} | {interval} | "
+            lines.append(f"| {s['title']} | {arm} | {fit['form']} | {', '.join(fit['through'])} | "
+                         f"{_number(fit['prediction'], family)} | {interval} | "
                          f"{mean_cell(observed['scores'], family) if observed else '-'} |")
     for rung in evaluated:
         if rung == report["rung"]:
@@ -427,8 +431,8 @@ def ladder_text(report: dict) -> str:
     if not ladder:
         return ""
     reports = ladder["reports"]
-    state = {r: "headline" if r == report["rung"] else "evaluated" if r in ladder["evaluated"] else "not evaluated"
-             for r in ladder["rungs"]}
+    state = {r: "headline" if r == report["rung"] else "evaluated" if r in ladder["evaluated"] else
+             "one arm evaluated" if reports[r]["arms"] else "not evaluated" for r in ladder["rungs"]}
     lines = ["## The model ladder", "", "rungs: " + ", ".join(f"{r} ({s})" for r, s in state.items())]
     if ladder["reference"] and ladder["agreement"]:
         fams = reports[ladder["reference"]]["families"]

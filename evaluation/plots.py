@@ -55,8 +55,9 @@ def plot_curves(report: dict, config: ExperimentConfig, out: Path) -> list[Path]
 
 def plot_ladder(ladder: dict, out: Path) -> Path | None:
     """`ladder.png`: per decision score, every arm's score against training compute across the
-    rungs (seeds as dots, their range as a band), its fitted curve dashed out to the target rung's
-    compute, and there the prediction with its interval (hollow: a prediction, not a run)."""
+    rungs (seeds as dots, their range as a band), its curve fitted through the rungs below the target
+    dashed out to the target rung's compute, and there the prediction with its interval (hollow: a
+    prediction, not a run)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,11 +83,11 @@ def plot_ladder(ladder: dict, out: Path) -> Path | None:
             if fit:
                 grid = np.logspace(np.log10(xs[0]), np.log10(max(target, xs[-1])), 50)
                 ax.plot(grid, [k * y for y in _fitted(fit, grid)], linestyle="--", color=color, alpha=0.8)
-                if not ladder["target_evaluated"] or target > xs[-1]:
-                    low, high = fit["interval"]
-                    y = k * fit["prediction"]
-                    err = None if np.isnan(low) else [[y - k * low], [k * high - y]]
-                    ax.errorbar([target], [y], yerr=err, fmt="o", mfc="white", color=color, capsize=3)
+                # fitted below the target: beside its own runs where it has run, a test out of sample
+                low, high = fit["interval"]
+                y = k * fit["prediction"]
+                err = None if np.isnan(low) else [[y - k * low], [k * high - y]]
+                ax.errorbar([target], [y], yerr=err, fmt="o", mfc="white", color=color, capsize=3)
         ax.axvline(target, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xscale("log")
         ax.set_title(score["title"], fontsize=9)

@@ -489,14 +489,14 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
 
 
 def training_compute(config: ExperimentConfig, reports: dict[str, dict]) -> dict[str, float]:
-    """Per rung, the training FLOPs its scores stand for: FLOPs per token (at the vocabulary its
-    runs trained with, from their run.json) times the tokens at the compared step; a rung without
-    evaluated runs at the tokens it will train on. Empty before any run has trained."""
-    records = [one.run_dir(arm, seed) / "run.json" for one in map(config.for_rung, config.rungs())
-               for arm, seed in one.runs()]
-    vocab = next((json.loads(path.read_text())["vocab_size"] for path in records if path.is_file()), None)
-    if vocab is None:
+    """Per rung, the training FLOPs its scores stand for: FLOPs per token (at the experiment's
+    tokenizer's vocabulary, which every run trains with) times the tokens at the compared step; a
+    rung without evaluated runs at the tokens it will train on. Empty before the tokenizer exists."""
+    if not config.tokenizer_file().is_file():
         return {}
+    from tokenizers import Tokenizer
+
+    vocab = Tokenizer.from_file(str(config.tokenizer_file())).get_vocab_size()
     out = {}
     for rung in config.pretrain.ladder:
         one = config.for_rung(rung.name)
@@ -520,9 +520,11 @@ def build_ladder(config: ExperimentConfig, suite: Suite) -> tuple[dict, dict | N
 
 
 def headline_rung(reports: dict[str, dict]) -> str:
-    """The largest rung with evaluated runs (the last configured while none has any)."""
+    """The largest rung where two arms or more have evaluated runs, else the largest with any (the
+    last configured while none has any)."""
+    compared = [rung for rung, report in reports.items() if len(report["arms"]) >= 2]
     evaluated = [rung for rung, report in reports.items() if report["arms"]]
-    return (evaluated or list(reports))[-1]
+    return (compared or evaluated or list(reports))[-1]
 
 
 def write_tables(report: dict, suite: Suite, out: Path) -> None:

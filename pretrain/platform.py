@@ -78,17 +78,11 @@ def init_distributed(platform: Platform) -> None:
     import torch.distributed as dist
     from megatron.core import parallel_state
 
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if "MASTER_PORT" not in os.environ:
-        import socket
-
-        with socket.socket() as s:  # a free port for a lone process
-            s.bind(("127.0.0.1", 0))
-            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
     if not dist.is_initialized():
-        dist.init_process_group(platform.backend)
+        if "MASTER_ADDR" in os.environ:  # launched by torchrun (or srun with its variables)
+            dist.init_process_group(platform.backend)
+        else:  # a lone process: an in-memory store, no port to collide with a parallel test or run
+            dist.init_process_group(platform.backend, store=dist.HashStore(), rank=0, world_size=1)
     if not parallel_state.model_parallel_is_initialized():
         parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
 

@@ -319,6 +319,8 @@ def test_a_ladder_validates_its_rungs_and_an_old_config_is_one_rung(tmp_path):
         "rung names repeat": [{"name": "s", "model": small, "seeds": [1]}, {"name": "s", "model": small, "seeds": [1]}],
         "tokens or tokens_per_parameter, not both": [{"name": "s", "model": small, "tokens": 10, "tokens_per_parameter": 1,
                                                       "seeds": [1]}],
+        "the same model.seq_length": [{"name": "s", "model": small | {"seq_length": 16}, "tokens": 1000, "seeds": [1]},
+                                      {"name": "l", "model": PRETRAIN_MODEL, "seeds": [1]}],
     }
     for message, ladder in wrong.items():
         with pytest.raises(ValidationError, match=message):

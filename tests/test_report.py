@@ -273,37 +273,47 @@ def test_report_renders_partial_results_and_writes_its_files(tmp_path, capsys):
         assert (report / name).stat().st_size > 0
 
 
-def test_a_ladder_reports_every_rung_and_whether_the_small_one_decides_as_the_large_one(tmp_path, capsys):
+def test_a_ladder_reports_every_rung_and_whether_the_small_ones_decide_as_the_large_one(tmp_path, capsys):
+    import shutil
+
+    from tokenizers import Tokenizer, models
+
     raw = pretrain_experiment(tmp_path)
     raw["arms"]["c"] = {"extractor": "trafilatura"}
     shared = raw["pretrain"]
     raw["pretrain"] = {"training": shared["training"], "ladder": [
-        {"name": "small", "model": shared["model"], "tokens": 2000, "seeds": [1, 2, 3]},
+        {"name": "small", "model": shared["model"], "tokens": 1000, "seeds": [1, 2, 3]},
+        {"name": "mid", "model": shared["model"] | {"hidden_size": 48, "ffn_hidden_size": 96}, "tokens": 2000,
+         "seeds": [1, 2, 3]},
         {"name": "large", "model": shared["model"] | {"hidden_size": 64, "ffn_hidden_size": 128}, "seeds": [1, 2, 3]}]}
     path = tmp_path / "ladder.yaml"
     path.write_text(json.dumps(raw | {"name": "ladder"}))
     config = ExperimentConfig.model_validate(raw | {"name": "ladder"})
-    # b beats a at both sizes; c is above a at the small rung, below it at the large one
-    scores = {"small": {"a": 0.5, "b": 0.6, "c": 0.55}, "large": {"a": 0.5, "b": 0.7, "c": 0.4}}
+    # the compute is known from the tokenizer before any run has trained
+    config.tokenizer_dir().mkdir(parents=True)
+    Tokenizer(models.WordLevel({f"t{i}": i for i in range(600)}, unk_token="t0")).save(str(config.tokenizer_file()))
+    # b beats a at every size; c is above a at the small rung, level at mid, below it at the large one
+    scores = {"small": {"a": 0.5, "b": 0.6, "c": 0.55}, "mid": {"a": 0.5, "b": 0.65, "c": 0.5},
+              "large": {"a": 0.5, "b": 0.7, "c": 0.4}}
+    steps = {rung: config.for_rung(rung).training_steps()[0] for rung in scores}
+    assert steps["small"] < steps["mid"] < steps["large"]
     for rung, by_arm in scores.items():
         one = config.for_rung(rung)
         for arm, score in by_arm.items():
             for seed in (1, 2, 3):
-                write_run(one, arm, seed, 5, {t: constant_items(score + 0.01 * seed) for t in SUITE.all_tasks()})
-                one.run_dir(arm, seed).mkdir(parents=True)
-                (one.run_dir(arm, seed) / "run.json").write_text(json.dumps({"vocab_size": 600}))
+                write_run(one, arm, seed, steps[rung], {t: constant_items(score + 0.01 * seed) for t in SUITE.all_tasks()})
     assert main([str(path)]) == 0
     printed = capsys.readouterr().out
     out = config.report_dir()
     assert out == tmp_path / "report" / "ladder" and (out / "ladder.png").stat().st_size > 0
     report = json.loads((out / "report.json").read_text())
-    assert report["rung"] == "large" and set(report["ladder"]["reports"]) == {"small", "large"}
+    assert report["rung"] == "large" and set(report["ladder"]["reports"]) == {"small", "mid", "large"}
     ladder = report["ladder"]
     assert ladder["reference"] == ladder["target"] == "large" and ladder["target_evaluated"]
-    # compute: FLOPs per token at the runs' vocabulary x the tokens at the compared step
-    for rung in ("small", "large"):
+    # compute: FLOPs per token at the tokenizer's vocabulary x the tokens at the compared step
+    for rung in scores:
         one = config.for_rung(rung)
-        assert ladder["compute"][rung] == one.pretrain.model.flops_per_token(600) * one.pretrain.tokens_at(5)
+        assert ladder["compute"][rung] == one.pretrain.model.flops_per_token(600) * one.pretrain.tokens_at(steps[rung])
     accuracy = ladder["agreement"]["small"]["by_metric"]["accuracy:average"]
     assert (accuracy["pairs"], accuracy["sign_agrees"]) == (3, 2)  # c − a flips sign
     rows = {r["pair"]: r for r in ladder["agreement"]["small"]["rows"] if r["metric"] == "accuracy:average"}
@@ -311,9 +321,28 @@ def test_a_ladder_reports_every_rung_and_whether_the_small_one_decides_as_the_la
     assert rows["b − a"]["target"] == "better" and accuracy["target_resolved"] == 3
     assert accuracy["resolved_same"] + accuracy["called_noise"] + accuracy["resolved_opposite"] == 3
     assert accuracy["resolved_opposite"] == (rows["c − a"]["rung"] == "better")
+    assert set(ladder["agreement"]) == {"small", "mid"}
+    # the fit goes through the rungs below the target: its prediction there is out of sample
     fit = ladder["scores"]["accuracy:average"]["arms"]["b"]["fit"]
-    assert fit["form"] == "log-linear"  # two compute points
+    assert fit["form"] == "log-linear" and fit["through"] == ["small", "mid"]  # two compute points
+    points = ladder["scores"]["accuracy:average"]["arms"]["b"]["points"]
+    (x0, y0), (x1, y1) = [(np.log10(points[r]["compute"]), np.mean(points[r]["scores"])) for r in ("small", "mid")]
+    x = np.log10(ladder["compute"]["large"])
+    assert fit["prediction"] == pytest.approx(y0 + (y1 - y0) * (x - x0) / (x1 - x0))  # the line through their means
     md = (out / "report.md").read_text()
     assert md.startswith("# ladder, rung large: downstream scores per arm")
-    assert "## The model ladder" in md and "### Rung small" in md and "**A prediction, not a result**" in md
-    assert "rungs: small (evaluated), large (headline)" in printed and "  small: accuracy Avg 2/3;" in printed
+    assert "## The model ladder" in md and "### Rung small" in md and "### Rung mid" in md
+    assert "**A prediction, not a result**" in md and "| small, mid |" in md
+    assert "rungs: small (evaluated), mid (evaluated), large (headline)" in printed
+    assert "  small: accuracy Avg 2/3;" in printed
+
+    # one arm evaluated at the target decides nothing: the largest rung with two arms is read against
+    for arm in ("b", "c"):
+        for seed in (1, 2, 3):
+            shutil.rmtree(config.for_rung("large").eval_dir(arm, seed))
+    assert main([str(path)]) == 0
+    printed = capsys.readouterr().out
+    ladder = json.loads((out / "report.json").read_text())["ladder"]
+    assert ladder["reference"] == "mid" and not ladder["target_evaluated"] and ladder["evaluated"] == ["small", "mid"]
+    assert set(ladder["agreement"]) == {"small"}
+    assert "rungs: small (evaluated), mid (headline), large (one arm evaluated)" in printed

@@ -233,8 +233,11 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
                             if t.get(key))
             measured = ModelConfig.model_validate(t["model"]).flops_per_token(vocab_size)
             source = f"preflight on {preflight['gpu']}" + (f" ({ran})" if ran else "")
-            scaled = "" if measured == flops else ", scaled from its model by FLOPs per token at the same MFU"
-            out[rung.name] = (t["tokens_per_s_per_gpu"] * measured / flops, source + scaled)
+            if measured == flops:
+                out[rung.name] = (t["tokens_per_s_per_gpu"], source)
+            else:
+                out[rung.name] = (t["tokens_per_s_per_gpu"] * measured / flops,
+                                  source + ", scaled from its model by FLOPs per token at the same MFU")
         else:
             out[rung.name] = (p.training_mfu * p.gpu_peak_flops / flops,
                               f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} FLOPs/token")
