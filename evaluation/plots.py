@@ -63,6 +63,7 @@ def plot_ladder(ladder: dict, out: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import NullFormatter
 
     scores = [s for s in ladder["scores"].values() if any(a["points"] for a in s["arms"].values())]
     if not scores:
@@ -90,6 +91,7 @@ def plot_ladder(ladder: dict, out: Path) -> Path | None:
                 ax.errorbar([target], [y], yerr=err, fmt="o", mfc="white", color=color, capsize=3)
         ax.axvline(target, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap
         ax.set_title(score["title"], fontsize=9)
         ax.set_xlabel("training compute (FLOPs)")
         ax.set_ylabel(score["unit"] + (" (lower is better)" if score["lower_is_better"] else ""))
