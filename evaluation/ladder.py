@@ -53,7 +53,7 @@ def agreement(decisions: dict[str, dict[tuple[str, str], Decision]], target: str
             small, large = table[key], reference[key]
             rows.append({"metric": key[0], "pair": key[1], "rung": small.verdict, "target": large.verdict,
                          "rung_difference": small.difference, "target_difference": large.difference,
-                         "sign_agrees": math.copysign(1, small.difference) == math.copysign(1, large.difference),
+                         "sign_agrees": bool(np.sign(small.difference) == np.sign(large.difference)),  # 0: no sign
                          "resolved_same": small.verdict == large.verdict != "noise",
                          "resolved_opposite": {small.verdict, large.verdict} == {"better", "worse"}})
         by_metric = {}
@@ -169,11 +169,15 @@ def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: li
                   resamples: int = 200) -> dict:
     """The ladder's part of the report from each evaluated rung's report (`reports`, smallest rung
     first) and each rung's training compute in FLOPs: the agreement of every rung's verdicts with
-    the target's (the last configured rung; while it has no evaluated run, the largest that has, and
-    said so), and per score and arm the scaling fit through the rungs below the target with its
-    prediction at the target's compute (beside the target's own scores, where it has run)."""
-    # a rung decides something only once two arms have evaluated runs there
+    the target's (the last configured rung; while fewer than two of its arms have evaluated runs,
+    the largest rung where two have, and said so), and per score and arm the scaling fit through
+    that arm's scores at the rungs below the target, with its prediction at the target's compute
+    (beside the target's own scores, where the arm has run there). Without `compute` (no tokenizer
+    yet) there are no fits."""
+    # a rung decides something only once two arms have evaluated runs there; an arm's scores count
+    # for its fit wherever it has run
     evaluated = [r for r in rungs if r in reports and len(reports[r]["arms"]) >= 2]
+    scored = [r for r in rungs if r in reports and reports[r]["arms"]]
     reference = target if target in evaluated else (evaluated[-1] if evaluated else None)
     out = {"rungs": rungs, "evaluated": evaluated, "target": target, "reference": reference,
            "target_evaluated": target in evaluated, "compute": compute, "agreement": {}, "scores": {}}
@@ -181,10 +185,12 @@ def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: li
         return out
     decisions = {r: rung_decisions(reports[r]) for r in evaluated}
     out["agreement"] = agreement(decisions, reference)
+    if not compute:
+        return out
     from evaluation.metrics import DECISION
 
     for family, column in DECISION:
-        fams = {r: reports[r]["families"].get(family) for r in evaluated}
+        fams = {r: reports[r]["families"].get(family) for r in scored}
         present = {r: f for r, f in fams.items() if f and column in f["finals"]["columns"]}
         if not present:
             continue

@@ -325,20 +325,26 @@ def ladder_markdown(report: dict) -> list[str]:
     lines = ["## The model ladder: do the small rungs decide as the large one does?", "",
              "| rung | non-embedding parameters | training tokens | compute (FLOPs) | seeds | evaluated at |",
              "|---|---:|---:|---:|---|---|"]
+    one_seed = {r for r in ladder["rungs"] if reports[r]["arms"] and
+                min(len(reports[r]["table"][arm]["seeds"]) for arm in reports[r]["arms"]) == 1}
     for rung in ladder["rungs"]:
         shape, done = ladder["shapes"][rung], reports[rung]
         compute = ladder.get("compute", {}).get(rung)
-        at = f"{done['compared_tokens']:,} tokens, seeds {', '.join(map(str, sorted(done['table'][done['arms'][0]]['seeds'])))}" \
-            if done["arms"] and done["compared_tokens"] else "not yet"
-        seeds = ", ".join(map(str, shape["seeds"])) + (" (one: no seed variance, nothing resolves)"
-                                                        if len(shape["seeds"]) == 1 else "")
+        seeds_run = sorted({seed for arm in done["arms"] for seed in done["table"][arm]["seeds"]})
+        at = (f"{done['compared_tokens']:,} tokens, {len(done['arms'])} arms, seeds {', '.join(map(str, seeds_run))}"
+              + (" (an arm with one seed: intervals of the test documents only, not the seeds' noise)"
+                 if rung in one_seed else "")) if done["arms"] and done["compared_tokens"] else "not yet"
         lines.append(f"| {rung}{' (target)' if rung == target else ''} | {shape['non_embedding_parameters']:,} | "
-                     f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | {seeds} | {at} |")
+                     f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | "
+                     f"{', '.join(map(str, shape['seeds']))} | {at} |")
     if reference is None:
-        return lines + ["", "No rung has evaluated runs yet."]
+        return lines + ["", "No rung has two arms with evaluated runs yet: nothing to compare."]
     if not ladder["target_evaluated"]:
-        lines += ["", f"The target rung {target} has no evaluated run yet: every rung below is read against "
-                      f"{reference}, the largest rung evaluated."]
+        lines += ["", f"The target rung {target} has fewer than two arms with evaluated runs: every rung below is "
+                      f"read against {reference}, the largest rung where two arms have."]
+    if reference in one_seed:
+        lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts, and every agreement count "
+                      "against them, leave out the seeds' noise."]
     fams = reports[reference]["families"]
     lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
                   f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
@@ -383,12 +389,15 @@ def ladder_markdown(report: dict) -> list[str]:
         for score, arm, fit in fits:
             s = ladder["scores"][score]
             family = reports[reference]["families"][s["family"]]
-            observed = s["arms"][arm]["points"].get(target) if ladder["target_evaluated"] else None
+            observed = s["arms"][arm]["points"].get(target)
             low, high = fit["interval"]
             interval = "-" if math.isnan(low) else f"[{_number(low, family)}, {_number(high, family)}]"
             lines.append(f"| {s['title']} | {arm} | {fit['form']} | {', '.join(fit['through'])} | "
                          f"{_number(fit['prediction'], family)} | {interval} | "
                          f"{mean_cell(observed['scores'], family) if observed else '-'} |")
+    else:
+        lines += ["", f"No scaling fit: a fit goes through two rungs below {target} or more, with scores of the arm "
+                      "at each (and the tokenizer, for the compute)."]
     for rung in evaluated:
         if rung == report["rung"]:
             continue

@@ -511,9 +511,7 @@ def build_ladder(config: ExperimentConfig, suite: Suite) -> tuple[dict, dict | N
     reports = {rung: build_report(config.for_rung(rung), suite) for rung in config.rungs()}
     if len(reports) < 2:
         return reports, None
-    compute = training_compute(config, reports)
-    ladder = ladder_report(reports, compute, config.rungs(), config.rungs()[-1]) if compute else \
-        {"rungs": config.rungs(), "evaluated": [], "target": config.rungs()[-1], "reference": None}
+    ladder = ladder_report(reports, training_compute(config, reports), config.rungs(), config.rungs()[-1])
     shapes = {r.name: {"non_embedding_parameters": r.model.non_embedding_parameters, "seeds": r.seeds,
                        "tokens": config.rung_tokens(r)} for r in config.pretrain.ladder}
     return reports, ladder | {"shapes": shapes}

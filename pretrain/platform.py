@@ -74,12 +74,13 @@ def sdpa_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: 
 
 def init_distributed(platform: Platform) -> None:
     """torch.distributed and megatron's model-parallel state (data parallel only). Works under
-    torchrun/srun (RANK, WORLD_SIZE, MASTER_ADDR set) and as a plain single process."""
+    torchrun (RANK, WORLD_SIZE, MASTER_ADDR set) and as a plain single process, even one whose
+    environment has MASTER_ADDR/PORT (a Slurm job script exports them for torchrun)."""
     import torch.distributed as dist
     from megatron.core import parallel_state
 
     if not dist.is_initialized():
-        if "MASTER_ADDR" in os.environ:  # launched by torchrun (or srun with its variables)
+        if "WORLD_SIZE" in os.environ:  # launched by torchrun (RANK, WORLD_SIZE, MASTER_ADDR/PORT set)
             dist.init_process_group(platform.backend)
         else:  # a lone process: an in-memory store, no port to collide with a parallel test or run
             dist.init_process_group(platform.backend, store=dist.HashStore(), rank=0, world_size=1)

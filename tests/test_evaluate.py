@@ -74,6 +74,7 @@ def test_a_two_rung_ladder_trains_evaluates_and_reports_through_the_slurm_script
     assert report["rung"] == "large" and report["ladder"]["evaluated"] == ["small", "large"]
     assert {r["pair"] for r in report["ladder"]["agreement"]["small"]["rows"]} == {"b − a"}
     assert "rungs: small (evaluated), large (headline)" in printed and "### Rung small" in report_md
+    assert "No scaling fit: a fit goes through two rungs below large or more" in report_md  # one rung below
     assert f"- extractors: a: trafilatura {installed_release()}; b: trafilatura {installed_release()}" in printed
     for family in ("accuracy", "bpb", "p_gold", "clean_text"):
         assert (config.report_dir() / f"curves_{family}.png").stat().st_size > 0

@@ -64,3 +64,7 @@ def test_agreement_counts_signs_and_resolved_verdicts_against_the_target_rung():
     assert small["clean text"]["sign_agrees"] == 1 and small["clean text"]["called_noise"] == 1
     middle = result["530m"]["by_metric"]["accuracy"]
     assert middle["decision_accuracy"] == 0.5 and middle["called_noise"] == 2 and middle["resolved_same"] == 0
+    # a difference of exactly zero (accuracy on few items ties) has no sign to agree with
+    tie = agreement({"s": {("accuracy", pair): Decision(0.0, "noise")}, "l": {("accuracy", pair): Decision(1.0, "better")}},
+                    target="l")
+    assert tie["s"]["by_metric"]["accuracy"]["sign_agrees"] == 0

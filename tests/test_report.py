@@ -346,3 +346,13 @@ def test_a_ladder_reports_every_rung_and_whether_the_small_ones_decide_as_the_la
     assert ladder["reference"] == "mid" and not ladder["target_evaluated"] and ladder["evaluated"] == ["small", "mid"]
     assert set(ladder["agreement"]) == {"small"}
     assert "rungs: small (evaluated), mid (headline), large (one arm evaluated)" in printed
+    a = ladder["scores"]["accuracy:average"]["arms"]["a"]  # the arm that ran at large: its fit is still tested there
+    assert a["fit"]["through"] == ["small", "mid"] and "large" in a["points"]
+    md = (out / "report.md").read_text()
+    assert "The target rung large has fewer than two arms with evaluated runs" in md
+    # an arm of the reference rung with one seed: said in bold, its intervals leave the seeds' noise out
+    for seed in (2, 3):
+        shutil.rmtree(config.for_rung("mid").eval_dir("a", seed))
+    assert main([str(path)]) == 0
+    md = (out / "report.md").read_text()
+    assert "**mid has an arm with one evaluated seed**" in md and "an arm with one seed: intervals" in md
