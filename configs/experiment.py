@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from configs.arms import Arm, ExtractionConfig
 from configs.base import ConfigError, Resources, StrictModel
@@ -42,6 +42,7 @@ class ExperimentConfig(StrictModel):
     pretrain: PretrainConfig | None = None
     evaluation: EvaluationConfig | None = None
     plan: PlanConfig = PlanConfig()
+    _experiment: ExperimentConfig | None = PrivateAttr(None)  # for_rung's: the whole experiment it was cut from
 
     @field_validator("arms", mode="before")
     @classmethod
@@ -171,7 +172,13 @@ class ExperimentConfig(StrictModel):
         reads."""
         rung = self.pretrain.rung_named(name)
         pretrain = self.pretrain.model_copy(update={"training": rung.training, "slurm": rung.slurm, "ladder": [rung]})
-        return self.model_copy(update={"pretrain": pretrain})
+        one = self.model_copy(update={"pretrain": pretrain})
+        one._experiment = self.whole()
+        return one
+
+    def whole(self) -> ExperimentConfig:
+        """The experiment as configured: for one rung's config (for_rung), the ladder it was cut from."""
+        return self._experiment or self
 
     def rungs(self) -> list[str]:
         return [r.name for r in self.pretrain.ladder] if self.pretrain else []

@@ -121,7 +121,8 @@ def extractor_versions(config: ExperimentConfig) -> dict[str, dict[str, str]]:
 
 
 def provenance(config: ExperimentConfig, stage: str) -> dict:
-    return {"git_commit": git_commit(), "config": config.name, "config_sha256": config_sha256(config),
+    # the whole config's hash, a rung's run's too: every output of one experiment names one config
+    return {"git_commit": git_commit(), "config": config.name, "config_sha256": config_sha256(config.whole()),
             "stage": stage, "made_from_sha256": config_sha256(config, stage),
             "seeds": seeds(config), "python": sys.version.split()[0], "packages": package_versions(),
             "package_set_sha256": package_set_sha256(), "extractors": extractor_versions(config)}

@@ -148,7 +148,7 @@ def test_local_config_loads(tmp_path, monkeypatch):
     assert {a: arm.model_dump() for a, arm in plain.arms.items() if a != "gold"} == \
         {a: arm.model_dump() for a, arm in config.arms.items() if a != "gold"}
     # the demo's ladder: its middle rung is the demo's own runs, trained once and found done
-    from configs.provenance import config_sha256
+    from configs.provenance import config_sha256, provenance
 
     ladder = load_experiment("configs/local-ladder.yaml")
     assert ladder.rungs() == ["nano", "tiny", "mini"] and ladder.trained_arms() == ["whole_page", "trafilatura", "gold"]
@@ -156,6 +156,8 @@ def test_local_config_loads(tmp_path, monkeypatch):
     assert tiny.run_dir("gold", 2) == config.run_dir("gold", 2) and tiny.training_steps() == config.training_steps()
     for stage in ("training", "evaluation"):
         assert config_sha256(tiny, stage) == config_sha256(config, stage)
+        # the config a rung's run names is the ladder's whole, as its datasets' is
+        assert provenance(tiny, stage)["config_sha256"] == config_sha256(ladder) != config_sha256(tiny)
     assert ladder.report_dir() != config.report_dir()
 
 
