@@ -517,12 +517,11 @@ def build_ladder(config: ExperimentConfig, suite: Suite) -> tuple[dict, dict | N
     return reports, ladder | {"shapes": shapes}
 
 
-def headline_rung(reports: dict[str, dict]) -> str:
-    """The largest rung where two arms or more have evaluated runs, else the largest with any (the
-    last configured while none has any)."""
-    compared = [rung for rung, report in reports.items() if len(report["arms"]) >= 2]
+def headline_rung(reports: dict[str, dict], ladder: dict | None) -> str:
+    """The rung the ladder reads the others against (the largest where two arms have evaluated
+    runs), else the largest with any, else the last configured."""
     evaluated = [rung for rung, report in reports.items() if report["arms"]]
-    return (compared or evaluated or list(reports))[-1]
+    return (ladder or {}).get("reference") or (evaluated or list(reports))[-1]
 
 
 def write_tables(report: dict, suite: Suite, out: Path) -> None:
@@ -576,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load_experiment_or_exit(args.config)
     suite = load_suite()
     reports, ladder = build_ladder(config, suite)
-    headline = headline_rung(reports)
+    headline = headline_rung(reports, ladder)
     report = reports[headline]
     out = config.report_dir()
     out.mkdir(parents=True, exist_ok=True)
