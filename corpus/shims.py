@@ -58,6 +58,11 @@ def array_args(index: int, tasks: int, throttle: int) -> list[str]:
 # ---------------------------------------------------------------- mineru-html 1.1.2
 
 
+def backend_engine(backend):
+    """The engine mineru-html 1.1.2's vLLM backend holds (`_llm`; None before `setup_llm()`)."""
+    return getattr(backend, "_llm", None)
+
+
 def set_backend_engine(backend, engine) -> None:
     """Give mineru-html's vLLM backend an engine it did not build: 1.1.2's `setup_llm()` keeps
     `_llm` when set, and the backend has no public setter."""
@@ -68,9 +73,45 @@ def shut_down_engine(labeler) -> None:
     """Stop the vLLM engine behind a mineru-html backend labeler (its engine-core process, and
     with it the GPU memory): mineru-html 1.1.2 keeps the engine in `backend._llm`, and vLLM 0.32's
     `LLM` has no public close; its engine client's `shutdown()` is what `LLM.__del__` would reach."""
-    engine = getattr(labeler.backend, "_llm", None)
+    engine = backend_engine(labeler.backend)
     if engine is not None and hasattr(engine, "llm_engine"):
         engine.llm_engine.engine_core.shutdown()
+
+
+# ---------------------------------------------------------------- vLLM 0.32.0
+
+
+def model_runner_building_proposer():
+    """The model runner constructing the speculative labeler's custom proposer. vLLM 0.32 builds a
+    `custom_class` proposer with the engine config alone (`create_custom_proposer(vllm_config)`,
+    called from `GPUModelRunner.__init__`, which the CPU runner inherits) and passes `propose` only
+    token ids, while the draft travels with each request's SamplingParams: the proposer reads the
+    request through the runner that built it."""
+    import inspect
+
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    for frame in inspect.stack():
+        runner = frame.frame.f_locals.get("self")
+        if isinstance(runner, GPUModelRunner):
+            return runner
+    raise RuntimeError("the speculative labeler's proposer was not built by a vLLM model runner (vLLM 0.32's V1 runner)")
+
+
+def proposer_request(runner, row: int):
+    """Row `row` of the runner's persistent batch: its request id, the extra_args of its
+    SamplingParams and its prompt's length (`input_batch.req_ids`, `requests[...]`: vLLM 0.32's
+    V1 runner state)."""
+    from types import SimpleNamespace
+
+    req_id = runner.input_batch.req_ids[row]
+    state = runner.requests[req_id]
+    return SimpleNamespace(req_id=req_id, extra_args=state.sampling_params.extra_args,
+                           num_prompt_tokens=state.num_prompt_tokens)
+
+
+def live_request_ids(runner) -> set[str]:
+    return set(runner.requests)
 
 
 # ---------------------------------------------------------------- megatron-core 0.16.1

@@ -2,8 +2,9 @@ import shutil
 
 import pytest
 
+from corpus.extractors.dripper.items import block_texts
 from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage
-from corpus.extractors.dripper.labels import align_labels, block_texts, example_from_marked_html, examples_from_pages
+from corpus.extractors.dripper.labels import align_labels, example_from_marked_html, examples_from_pages
 from corpus.extractors.dripper.step import simplify_page
 from corpus.sample import generate_pages
 

@@ -33,7 +33,16 @@ from datatrove.pipeline.tokens import TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from corpus.accounting.summary import counters, file_note, files_cell, find_step, merged_stats, not_read_whole, summarize_arm
+from corpus.accounting.summary import (
+    counters,
+    file_note,
+    files_cell,
+    find_step,
+    labeler_text,
+    merged_stats,
+    not_read_whole,
+    summarize_arm,
+)
 from corpus.extractors.base import versions_text
 from corpus.postprocess.stages import arm_stages, postprocessed_arms
 from corpus.postprocess.steps import EXTRACT_STAGE, FILTER_STAGE, POSTPROCESS_STEPS, enabled_steps
@@ -137,7 +146,7 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
     return {"arm": arm, "rows": rows, "chained": chained, "balanced": balanced, "unfinished": unfinished,
             "accounted": balanced and not unfinished and not (files and files["not_read_whole"]),
             "not_extracted": extraction.get("not_extracted"), "input_files": files,
-            "versions": extraction.get("versions", {})}
+            "versions": extraction.get("versions", {}), "labeler": extraction.get("labeler")}
 
 
 def unfinished_stages(config: ExperimentConfig, arm: str) -> list[str]:
@@ -295,6 +304,8 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
         return f"{row['documents_in']:,} → {row['documents_out']:,}{tok}" + (f"\n−{removed}" if removed else "") + mark
 
     table.add_row("extracted by", *(versions_text(ledger.get("versions", {})) or "-" for ledger in ledgers))
+    if any(ledger.get("labeler") for ledger in ledgers):
+        table.add_row("Dripper labeler", *(labeler_text(ledger.get("labeler")) for ledger in ledgers))
     for stage in stages:
         table.add_row(stage, *(cell(next((r for r in ledger["rows"] if r["stage"] == stage), None)) for ledger in ledgers))
     table.add_row("input files", *(files_cell(ledger["input_files"]) if ledger["input_files"] else "-" for ledger in ledgers))

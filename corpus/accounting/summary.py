@@ -139,7 +139,31 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
         # pages no extractor saw: dropped by the record guard or a record-level filter
         "not_extracted": sum(guard_drops.values()) + sum(before.values()),
         "input_files": files,
+        "labeler": labeler_work(extractor),
     }
+
+
+LABELER_COUNTERS = ("sent_to_labeler", "answer_tokens", "answered_pages", "answer_passes", "drafted_pages", "draft_blocks",
+                    "draft_blocks_agreed")
+
+
+def labeler_work(extractor: dict[str, int]) -> dict[str, int] | None:
+    """A Dripper step's labeler counters (corpus.extractors.dripper.step); None for other extractors."""
+    return {k: extractor.get(k, 0) for k in LABELER_COUNTERS} if "sent_to_labeler" in extractor else None
+
+
+def labeler_text(work: dict[str, int] | None) -> str:
+    """The labeler's decoding in one cell: forward passes per answer (answer tokens per page beside
+    them: plain decoding spends one a token) and, with a draft, the share of drafted labels kept."""
+    if not work or not work["sent_to_labeler"]:
+        return "-"
+    text = f"{work['sent_to_labeler']:,} pages"
+    if work["answered_pages"]:
+        text += (f"; {work['answer_passes'] / work['answered_pages']:.1f} forward passes a page for "
+                 f"{work['answer_tokens'] / work['sent_to_labeler']:.0f} answer tokens")
+    if work["draft_blocks"]:
+        text += f"; draft kept for {work['draft_blocks_agreed'] / work['draft_blocks']:.1%} of {work['draft_blocks']:,} blocks"
+    return text
 
 
 def write_summary(config: ExperimentConfig, arm_name: str, summary: dict) -> Path:
@@ -168,6 +192,7 @@ def print_summaries(summaries: list[dict]) -> None:
         ("dropped", lambda s: f"{sum(s.get('dropped', {}).values())} ({fmt(s.get('dropped', {}))})"),
         ("documents out", lambda s: str(s.get("documents_out", "-"))),
         ("characters out", lambda s: f"{s.get('characters_out', 0):,}"),
+        ("labeler", lambda s: labeler_text(s.get("labeler"))),
         ("tasks done", lambda s: f"{s['tasks_done']}/{s['tasks']}"),
         ("input files", lambda s: files_cell(s["input_files"])),
         ("balanced", lambda s: "yes" if s.get("balanced") else "NO"),

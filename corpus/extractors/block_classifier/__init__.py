@@ -27,8 +27,12 @@ class BlockClassifierArm(ExtractorArm):
 
         require_model_folder(value, "block_model.json", "train one with python -m corpus.extractors.block_classifier.training")
         # a model from an earlier version fails here, not in every extraction task
-        if not computed_by_this_version(json.loads((Path(value) / "block_model.json").read_text())):
+        meta = json.loads((Path(value) / "block_model.json").read_text())
+        if not computed_by_this_version(meta):
             raise ValueError(f"{value!r}: {STALE_MODEL}")
+        if meta.get("unit", "page") != "page":
+            raise ValueError(f"{value!r} labels mineru-html's blocks (a Dripper draft model), not a page's: train the arm's "
+                             "model with python -m corpus.extractors.block_classifier.training")
         return value
 
     def step(self):

@@ -53,9 +53,16 @@ class PageExample:
     source: str = ""  # where the page came from: its page file, "generated" or "teacher"
 
 
+Unit = Literal["page", "items"]
+
+
 class BlockModel:
-    def __init__(self, kind: Kind, threshold: float = 0.5, report: dict | None = None):
-        self.kind, self.threshold, self.report = kind, threshold, report or {}
+    """`unit` says whose blocks it labels: the page's own (corpus.extractors.block_classifier.blocks, the
+    block_classifier arm) or mineru-html's `_item_id` blocks (corpus.extractors.dripper.items, the Dripper
+    labeler's draft); a model is refused where the other kind is expected."""
+
+    def __init__(self, kind: Kind, threshold: float = 0.5, report: dict | None = None, unit: Unit = "page"):
+        self.kind, self.threshold, self.report, self.unit = kind, threshold, report or {}, unit
         self.booster = self.context_booster = None  # gbdt's two passes
         self.network = None  # sequence
         self.mean = self.std = None
@@ -91,7 +98,7 @@ class BlockModel:
         else:
             torch.save({"state": self.network.state_dict(), "mean": self.mean, "std": self.std,
                         "hidden": self.network.hidden}, folder / "sequence.pt")
-        (folder / META).write_text(json.dumps({"kind": self.kind, "threshold": self.threshold,
+        (folder / META).write_text(json.dumps({"kind": self.kind, "unit": self.unit, "threshold": self.threshold,
                                                "features": list(FEATURE_NAMES), "context": list(CONTEXT_NAMES),
                                                "report": self.report}, indent=2) + "\n")
         return folder
@@ -101,7 +108,7 @@ class BlockModel:
         meta = json.loads((Path(folder) / META).read_text())
         if not computed_by_this_version(meta):
             raise ValueError(f"{folder}: {STALE_MODEL}")
-        model = cls(meta["kind"], meta["threshold"], meta["report"])
+        model = cls(meta["kind"], meta["threshold"], meta["report"], meta.get("unit", "page"))
         if model.kind == "gbdt":
             import lightgbm
 
@@ -135,7 +142,7 @@ class PageGRU(nn.Module):
 
 
 def train(examples: list[PageExample], kind: Kind = "gbdt", seed: int = 0, max_seconds: float = 300,
-          trees: int = 400, hidden: int = 64) -> BlockModel:
+          trees: int = 400, hidden: int = 64, unit: Unit = "page") -> BlockModel:
     """A model of `kind` on the examples; training stops at `max_seconds` (sequence: between
     epochs; gbdt: its trees are few enough to finish in time on 2 cores)."""
     examples = [e for e in examples if len(e.labels)]
@@ -145,7 +152,7 @@ def train(examples: list[PageExample], kind: Kind = "gbdt", seed: int = 0, max_s
     blocks = sum(len(e.labels) for e in examples)
     report = {"pages": len(examples), "blocks": blocks, "main_share": float(sum(e.labels.sum() for e in examples) / blocks),
               "sources": {s: sum(e.source == s for e in examples) for s in sorted({e.source for e in examples})}}
-    model = BlockModel(kind, report=report)
+    model = BlockModel(kind, report=report, unit=unit)
     if kind == "gbdt":
         _train_gbdt(model, examples, seed, trees)
     else:

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from corpus.extractors.alignment import aligned_shares
+from corpus.extractors.dripper.items import block_elements, block_texts
 from corpus.extractors.dripper.labelers.base import MAIN, OTHER
 from corpus.extractors.dripper.step import simplify_page
 
-ITEM_ID = "_item_id"
 SELECTED = "cc-select"
 
 
@@ -50,39 +50,6 @@ class LabelledBlocks:
         row = json.loads(line)
         row["labels"] = {int(k): v for k, v in row["labels"].items()}
         return cls(**row)
-
-
-def block_elements(map_html: str) -> dict[int, object]:
-    """Each block id's element in mineru-html's mapping HTML (the full page, ids attached)."""
-    from lxml import html as lxml_html
-
-    root = lxml_html.fromstring(map_html)
-    blocks = {}
-    for el in root.iter():
-        if isinstance(el.tag, str) and (item_id := el.get(ITEM_ID)) is not None:
-            blocks.setdefault(int(item_id), el)
-    return blocks
-
-
-def block_texts(map_html: str) -> dict[int, str]:
-    """Text of each block, without the text of blocks nested inside it."""
-    texts = {}
-    for item_id, el in block_elements(map_html).items():
-        parts: list[str] = []
-        _own_text(el, parts, top=True)
-        texts[item_id] = " ".join("".join(parts).split())
-    return texts
-
-
-def _own_text(node, parts: list[str], top: bool) -> None:
-    """Appends the text of `node` and its descendants to `parts`, but not of a nested block."""
-    if not top and node.get(ITEM_ID) is not None:
-        return
-    parts.append(node.text or "")
-    for child in node:
-        if isinstance(child.tag, str):
-            _own_text(child, parts, top=False)
-        parts.append(child.tail or "")
 
 
 def align_labels(map_html: str, item_ids: list[int], gold_text: str, threshold: float = 0.667) -> dict[int, str]:

@@ -2,9 +2,13 @@
 
 Tests and the offline demo use it to drive the real vLLM labeling path (engine, chat template,
 regex-constrained decoding) without downloading weights. It exercises the machinery, not the
-quality: its final norm is zeroed, so every logit is equal and greedy decoding takes the lowest
-allowed token id. That makes its output deterministic, and it never spins on the optional
-whitespace the answer regex allows (a random decoder does, until max_tokens).
+quality. Its random weights are steered (`steer_to_answer_tokens`, which the GPU bench applies to
+random models of the released architectures too) so that, like a trained labeler, it writes the
+answer in the tokenizer's own tokens (`1`, `main`, `2`, `other`, …; a plain random decoder spells
+in odd pieces and spins on the whitespace the regex allows, until max_tokens) while the label of
+each block still depends on the page: the sign of one hidden unit after the last layer, which
+attention makes a function of the whole context. Greedy decoding then gives a different, fixed
+answer per page, with a clear margin between the two labels.
 
     python -m corpus.extractors.dripper.random_model --out DIR [--seed 0]
 """
@@ -32,37 +36,76 @@ def _training_text(seed: int) -> list[str]:
     for page in generate_pages(24, seed):
         simplified, _, _ = simplify_page(page.html)
         texts.append(get_full_prompt(simplified, "short_compact"))
-    texts.append("<answer>" + "".join(f"{i}main{i + 1}other" for i in range(1, 400, 2)) + "</answer>")
+    texts.append(ANSWER_SAMPLE)
     return texts
+
+
+ANSWER_SAMPLE = "<answer>" + "".join(f"{i}main{i + 1}other" for i in range(1, 400, 2)) + "</answer>"
+
+
+def steer_to_answer_tokens(model, tokenizer, margin: float = 4.0) -> None:
+    """Random weights that answer in canonical tokens, with page-dependent labels (in place; any
+    Llama-shaped Hugging Face decoder: Qwen3, HunYuan). Hidden unit 1 carries a constant (every
+    embedding's unit 1 is 1, and no attention or MLP output writes to it); the final norm keeps
+    units 0 and 1 only; the (untied) output layer gives the answer's canonical tokens `margin` times
+    unit 1, so the regex's choice among them is always one of them, and `main`/`other` plus and
+    minus unit 0, so the label is the sign of unit 0: the context's, through every layer. The norm
+    scales unit 1 down so that logits stay near 1: in bf16 a label's margin then survives rounding."""
+    import torch
+
+    preferred = set(tokenizer.encode(ANSWER_SAMPLE, add_special_tokens=False))
+    preferred |= {t for t in [tokenizer.eos_token_id] if t is not None}
+    (main,), (other,) = (tokenizer.encode(w, add_special_tokens=False) for w in ("main", "other"))
+    inner = model.model
+    with torch.no_grad():
+        inner.embed_tokens.weight[:, 1] = 1.0
+        for layer in inner.layers:
+            layer.self_attn.o_proj.weight[1, :] = 0
+            layer.mlp.down_proj.weight[1, :] = 0
+        inner.norm.weight.zero_()
+        inner.norm.weight[0], inner.norm.weight[1] = 1.0, 0.1
+        head = model.lm_head.weight
+        head.zero_()
+        head[sorted(preferred), 1] = margin
+        head[main, 0], head[other, 0] = 1.0, -1.0
+
+
+def answer_tokenizer(texts, vocab_size: int):
+    """A byte-level BPE trained on `texts`, digits one a token (as Qwen's and HunYuan's tokenizers
+    split them), with the chat template the labeler's prompts use."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        bos_token=None, unk_token=None)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def build_random_model(out: Path, seed: int = 0, vocab_size: int = 1024, max_positions: int = 16384) -> Path:
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     out.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(_training_text(seed), trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        bos_token=None, unk_token=None)
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer = answer_tokenizer(_training_text(seed), vocab_size)
     tokenizer.save_pretrained(out)
 
     torch.manual_seed(seed)
     config = Qwen3Config(
         vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=max_positions,
-        tie_word_embeddings=True, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None, torch_dtype="float32",
     )
     model = Qwen3ForCausalLM(config)
-    with torch.no_grad():
-        model.model.norm.weight.zero_()
+    steer_to_answer_tokens(model, tokenizer)
     model.save_pretrained(out)
     return out
 

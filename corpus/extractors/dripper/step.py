@@ -8,7 +8,10 @@ simplify or map falls back to Trafilatura; every fallback is counted as `fallbac
 recorded in the document's `extraction` metadata.
 
 Stats: total = extracted + fallback_* + dropped_* (dropped_empty: nothing was main content or the
-fallback found nothing; dropped_fallback_timeout / dropped_fallback_error).
+fallback found nothing; dropped_fallback_timeout / dropped_fallback_error). The labeler's work:
+sent_to_labeler, labeler_ms, prompt_tokens, answer_tokens; in vLLM also answered_pages and
+answer_passes (forward passes that wrote the answers: one a token without a draft), and with a
+draft drafted_pages, draft_blocks and draft_blocks_agreed.
 """
 
 from __future__ import annotations
@@ -154,6 +157,7 @@ class DripperExtractor(PipelineStep):
                 prompt_tokens, answer_tokens = labeler.work(BlockPage(page.simplified, page.item_ids), result)
                 self.stat_update("prompt_tokens", value=prompt_tokens)
                 self.stat_update("answer_tokens", value=answer_tokens)
+                self._count_decoding(result)
                 page.take_labels(result)
                 if page.error is None:
                     page.convert(self.arm.markdown)
@@ -171,6 +175,17 @@ class DripperExtractor(PipelineStep):
             self.stat_update("forwarded")
             self.update_doc_stats(doc)
             yield doc
+
+    def _count_decoding(self, result: PageLabels) -> None:
+        """How the answer was decoded (vLLM labelers): forward passes that wrote it, and with a draft
+        the blocks whose drafted label the model's answer kept (the speculative labeler's acceptance)."""
+        if result.answer_passes is not None:
+            self.stat_update("answered_pages")
+            self.stat_update("answer_passes", value=result.answer_passes)
+        if result.draft is not None and result.ok:
+            self.stat_update("drafted_pages")
+            self.stat_update("draft_blocks", value=len(result.draft))
+            self.stat_update("draft_blocks_agreed", value=sum(result.labels.get(i) == label for i, label in result.draft.items()))
 
     def _fall_back(self, doc: Document, reason: str, fallback_extract) -> Document | None:
         with self.track_time("fallback"):

@@ -28,10 +28,14 @@ class BlockPage:
 @dataclass(frozen=True)
 class PageLabels:
     """Labels for every block id of one page, or `error`: too_long, labeler_error, parse_error,
-    incomplete_labels."""
+    incomplete_labels. An LLM labeler in vLLM also says how many forward passes wrote the answer
+    (`answer_passes`: one a token in plain decoding, fewer where a draft was accepted) and, with a
+    draft, the draft's labels (for its agreement with the answer)."""
 
     labels: dict[int, str] | None = None
     error: str | None = None
+    answer_passes: int | None = None
+    draft: dict[int, str] | None = None
 
     @property
     def ok(self) -> bool:

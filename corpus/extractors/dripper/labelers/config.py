@@ -3,9 +3,10 @@ in the process that uses it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel, check_local_model, require_model_folder
 
@@ -42,8 +43,41 @@ class VllmLabelerConfig(LlmLabelerOptions):
     gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
     dtype: str = "auto"
     engine_kwargs: dict = Field(default_factory=dict)
+    # Exact speculative labelling (corpus.extractors.dripper.labelers.speculative): the block classifier
+    # drafts every label and the model verifies the whole answer, decoding only where it disagrees. On
+    # wherever a draft model is given (`draft_model`), off with `draft: none`; the labels are greedy
+    # decoding's either way, only the speed differs.
+    draft: Literal["block_classifier", "none"] | None = None
+    draft_model: str | None = None  # folder of python -m corpus.extractors.dripper.draft_training
+    draft_tokens: int = Field(64, ge=1, le=1024)  # draft tokens one step verifies (vLLM's num_speculative_tokens)
 
     _model_exists = field_validator("model")(check_local_model)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _draft_where_a_model_is(cls, data):
+        if isinstance(data, dict) and data.get("draft") is None:
+            data = {**data, "draft": "block_classifier" if data.get("draft_model") else "none"}
+        return data
+
+    @model_validator(mode="after")
+    def _draft_model(self):
+        from corpus.extractors.dripper.labelers.draft import DRAFT_MODEL_HINT
+
+        if self.draft == "block_classifier":
+            if not self.draft_model:
+                raise ValueError(f"draft: block_classifier needs draft_model: a folder; {DRAFT_MODEL_HINT}")
+            # a cluster path may not exist where the config is planned: the preflight and the step check it
+            if Path(self.draft_model).exists():
+                require_model_folder(self.draft_model, "block_model.json", DRAFT_MODEL_HINT)
+        if "speculative_config" in self.engine_kwargs and self.draft == "block_classifier":
+            raise ValueError("engine_kwargs.speculative_config and the block classifier's draft both set vLLM's "
+                             "speculative decoding: keep one (draft: none for your own)")
+        return self
+
+    @property
+    def drafted(self) -> bool:
+        return self.draft == "block_classifier"
 
 
 class EndpointLabelerConfig(LlmLabelerOptions):

@@ -15,27 +15,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from corpus.extractors.dripper.labelers.base import BlockLabeler, BlockPage, LabelerEngineError, PageLabels, labels_from_response
-from corpus.shims import set_backend_engine
+from corpus.extractors.dripper.labelers.speculative import PROPOSER, DraftingEngine, draft_payload
+from corpus.shims import backend_engine, set_backend_engine
 
 if TYPE_CHECKING:
     from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig, VllmLabelerConfig
 
 
 class MineruBackendLabeler(BlockLabeler):
-    """Labels pages with any mineru-html InferenceBackend configured for the compact format."""
+    """Labels pages with any mineru-html InferenceBackend configured for the compact format. With a
+    `draft` (corpus.extractors.dripper.labelers.draft) and an engine that verifies drafts, each
+    page's request carries the draft's labels; the answer is greedy decoding's either way."""
 
-    def __init__(self, backend, prompt_version: str):
+    def __init__(self, backend, prompt_version: str, draft=None):
         self.backend = backend
         self.prompt_version = prompt_version
+        self.draft = draft
 
     def count_tokens(self, text: str) -> int:
         return len(self.backend.get_tokenizer().encode(text, add_special_tokens=False))
 
-    def label(self, pages: Sequence[BlockPage]) -> list[PageLabels]:
+    def label(self, pages: Sequence[BlockPage], drafts: Sequence[dict[int, str] | None] | None = None) -> list[PageLabels]:
+        """`drafts` (one label dict per page, or None) overrides the configured draft: the GPU bench
+        drafts at a chosen agreement."""
         from mineru_html.base import MinerUHTMLGenerateInput
         from mineru_html.exceptions import MinerUHTMLInputTooLongError
         from mineru_html.process.build_prompt import get_full_prompt
@@ -44,6 +51,12 @@ class MineruBackendLabeler(BlockLabeler):
             str(i): MinerUHTMLGenerateInput(full_prompt=get_full_prompt(p.simplified_html, self.prompt_version))
             for i, p in enumerate(pages)
         }
+        engine = backend_engine(self.backend)
+        if isinstance(engine, DraftingEngine):
+            if drafts is None:
+                drafts = [self.draft.labels(p) for p in pages] if self.draft is not None else [None] * len(pages)
+            engine.pending = [(p.simplified_html, draft_payload(p.item_ids, d) if d is not None else None)
+                              for p, d in zip(pages, drafts, strict=True)]
         try:
             outputs, errors = self.backend.process(inputs)
         except Exception as e:
@@ -61,6 +74,9 @@ class MineruBackendLabeler(BlockLabeler):
                 results.append(labels_from_response(outputs[key].response, page.item_ids))
             else:
                 results.append(PageLabels(error="labeler_error"))
+        if isinstance(engine, DraftingEngine):
+            results = [replace(r, answer_passes=passes, draft=d if d is not None and r.ok else None)
+                       for r, passes, d in zip(results, engine.passes, drafts, strict=True)]
         return results
 
 
@@ -109,14 +125,24 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
     from mineru_html.inference.factory import create_vllm_backend
 
     gen_kwargs = {"max_tokens": config.max_output_tokens}
+    draft = None
     if config.kind == "vllm":
         init_kwargs = {"gpu_memory_utilization": config.gpu_memory_utilization, "dtype": config.dtype,
                        **config.engine_kwargs}
+        if config.drafted:
+            from corpus.extractors.dripper.labelers.draft import BlockDraft
+
+            draft = BlockDraft(config.draft_model)
+            init_kwargs["speculative_config"] = {"method": "custom_class", "model": PROPOSER,
+                                                 "num_speculative_tokens": config.draft_tokens}
+        if "speculative_config" in init_kwargs:  # the accepted draft tokens of each request (DraftingEngine.passes)
+            init_kwargs.setdefault("per_request_spec_decode_metrics", "summary")
         backend = create_vllm_backend(config.model, "compact", config.max_context_tokens, init_kwargs, gen_kwargs)
         backend.setup_llm()  # the engine is built with the full context ...
+        set_backend_engine(backend, DraftingEngine(backend_engine(backend)))
     else:
         # the backend's model path only serves its tokenizer (chat template, length check) here
         backend = create_vllm_backend(config.tokenizer or config.model, "compact", config.max_context_tokens, {}, gen_kwargs)
         set_backend_engine(backend, CompletionsClient(config))
     backend.max_context_window = config.max_context_tokens - config.answer_margin_tokens  # ... the check leaves room
-    return MineruBackendLabeler(backend, config.prompt_version)
+    return MineruBackendLabeler(backend, config.prompt_version, draft)
