@@ -7,8 +7,9 @@
 ladder's small rungs ask for few GPUs and short times, its target the full allocation. Each job runs one
 srun task per node, each a torchrun over the node's GPUs, rendezvous on the first node. Jobs are
 `--requeue`: after a preemption or a node failure Slurm starts them again, and before the time
-limit they requeue themselves (USR1, 5 minutes ahead); every start resumes from the run's latest
-checkpoint. Finished runs are not submitted again. The job script is written to
+limit they save a checkpoint and requeue themselves (USR1, 5 minutes ahead: the job's trap asks the
+loop to save at the end of its step, pretrain.train.STOP_REQUEST); every start resumes from the
+run's latest checkpoint. Finished runs are not submitted again. The job script is written to
 `<run_dir>/train.sbatch`, its output to `<run_dir>/slurm-<jobid>.out`.
 """
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from pretrain.train import selected_runs
+from pretrain.train import STOP_REQUEST, selected_runs, unfinished
 from slurm.jobs import REPO, BatchJob, sbatch, write_job
 
 
@@ -47,12 +48,26 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
         mem_gb=s.mem_gb, output=run_dir / "slurm-%j.out", nodes=s.nodes, ntasks_per_node=1,
         gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append", env_command=env_command,
         commands=f"""
-# 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
-trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
+# 5 minutes before the time limit: the run saves a checkpoint at the end of the step it is in and
+# stops, then the job requeues itself; the next start resumes from that checkpoint. Should the save
+# not end in 4 minutes, the job requeues all the same (and resumes from the checkpoint before it)
+STOP={shlex.quote(str(run_dir / STOP_REQUEST))}
+rm -f "$STOP"
+REQUEUE=
+trap 'echo "time limit near: saving a checkpoint, then requeueing"; touch "$STOP"; REQUEUE=1
+      (sleep 240 && scontrol requeue "$SLURM_JOB_ID") &' USR1
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 {command} &
-wait""")
+TRAINING=$!
+while :; do  # the trap interrupts wait: wait again while training runs
+  STATUS=0
+  wait "$TRAINING" || STATUS=$?
+  kill -0 "$TRAINING" 2>/dev/null || break
+done
+if [ -n "$REQUEUE" ]; then scontrol requeue "$SLURM_JOB_ID"; fi
+exit "$STATUS"
+""")
 
 
 def container_mounts(own: list[Path], listed: list[str]) -> str:
@@ -65,18 +80,11 @@ def container_mounts(own: list[Path], listed: list[str]) -> str:
     return ",".join([f"{f}:{f}" for f in folders] + listed)
 
 
-def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
-    from pretrain.checkpoint import latest_checkpoint
-
-    latest = latest_checkpoint(config.run_dir(arm, seed))
-    return latest is not None and int(latest.name.removeprefix("step_")) >= config.training_steps()[0]
-
-
 def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str, int]], dry_run: bool) -> list[str]:
     jobs = []
     for rung, arm, seed in runs:
         one = config.for_rung(rung)
-        if finished(one, arm, seed):
+        if not unfinished(one, arm, seed):
             print(f"{arm} {rung} seed {seed}: finished already")
             continue
         script = write_job(training_job(one, config_path, arm, seed), one, one.run_dir(arm, seed) / "train.sbatch")

@@ -262,12 +262,14 @@ def test_every_named_model_size_states_its_own_parameters_and_flops():
     for path in sizes:
         text = path.read_text()
         stated = re.search(r"# ([\d,]+) parameters with a ([\d,]+)-token vocabulary \(([\d,]+) without embeddings\);\n"
-                           r"# ([\d.e+]+) training FLOPs per token", text)
+                           r"# ([\d.e+]+) training FLOPs per token \(configs/model.py; causal attention, ([\d.e+]+) with "
+                           r"the full score matrix\)", text)
         assert stated, f"{path.name}: no parameter/FLOP comment"
         total, vocab, non_embedding = (int(g.replace(",", "")) for g in stated.groups()[:3])
         model = ModelConfig.model_validate(named_model(path.stem))
         assert model.parameters(vocab)["total"] == total and model.parameters(vocab)["non_embedding"] == non_embedding
         assert f"{model.flops_per_token(vocab):.3g}" == stated.group(4), path.name
+        assert f"{model.flops_per_token(vocab, causal=False):.3g}" == stated.group(5), path.name
         if path.stem[0].isdigit():  # named by total parameters, e.g. 150m: within 15% of 150M
             scale = float(path.stem[:-1]) * (1e9 if path.stem.endswith("b") else 1e6)
             assert abs(total / scale - 1) < 0.15, path.name

@@ -148,17 +148,27 @@ def test_the_gpu_fusions_give_the_unfused_model():
 
 def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
     """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
-    `sdpa` and follows the run that never switched to fp32 rounding."""
+    `sdpa` and follows the run that never switched to fp32 rounding. Beside a run of its rung that
+    ran other kernels, a run refuses to start."""
     from pretrain.train import train
 
-    whole = train(experiment(corpus_root, attention="sdpa"), "a", seed=3)
-    switched = train(experiment(corpus_root, attention="unfused"), "b", seed=3, stop_at=10)
+    def rung(name: str, attention: str) -> ExperimentConfig:  # a rung of its own: its runs are these alone
+        raw = pretrain_experiment(corpus_root, {"attention": attention})
+        raw["pretrain"] = {"training": raw["pretrain"]["training"],
+                           "ladder": [{"name": name, "model": PRETRAIN_MODEL, "seeds": [3]}]}
+        return ExperimentConfig.model_validate(raw)
+
+    switched = train(rung("switch", "unfused"), "b", seed=3, stop_at=10)
     assert json.loads((switched / "run.json").read_text())["attention"] == "unfused"
-    train(experiment(corpus_root, attention="sdpa"), "b", seed=3)
+    train(rung("switch", "sdpa"), "b", seed=3)
+    whole = train(rung("switch", "sdpa"), "a", seed=3)
     run = json.loads((switched / "run.json").read_text())
     assert run["attention"] == "sdpa" and run["layer_spec"] == "local" and run["sdpa_kernel"] == "flash"
     assert run["dtype"] == "float32" and run["device"] == "cpu" and run["micro_batch_size"] == 2
     assert np.allclose(losses(switched), losses(whole), atol=1e-4)
+    with pytest.raises(SystemExit, match=r"would run attention 'unfused' where train/a/switch/seed3 ran attention "
+                                         r"'sdpa'; every run of a rung must run the same kernels"):
+        train(rung("switch", "unfused"), "a", seed=4)
 
 
 def test_transformer_engine_is_refused_where_it_cannot_run():
