@@ -221,28 +221,80 @@ def test_missing_dataset_fails_clearly(tmp_path):
         build_dataset(experiment(tmp_path), "a", 1, tmp_path / "cache")
 
 
+# pretrain.train under torchrun: megatron DDP's gradient buckets made small enough that the tiny
+# test model has several (its default is 40M parameters a bucket: one bucket here), and arm a
+# trained without overlap (arm b, the same data, with it)
+SMALL_BUCKETS = """
+import functools, sys
+
+import megatron.core.distributed as distributed
+
+distributed.DistributedDataParallelConfig = functools.partial(distributed.DistributedDataParallelConfig, bucket_size=3000)
+import pretrain.train
+
+train = pretrain.train.train
+
+
+def arm_a_without_overlap(config, arm, *args, **kwargs):
+    if arm == "a":
+        training = config.pretrain.training.model_copy(update={"overlap_grad_reduce": False, "overlap_param_gather": False})
+        config = config.model_copy(update={"pretrain": config.pretrain.model_copy(update={"training": training})})
+    return train(config, arm, *args, **kwargs)
+
+
+pretrain.train.train = arm_a_without_overlap
+if __name__ == "__main__":
+    sys.exit(pretrain.train.main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.slow
-def test_two_data_parallel_ranks_train_like_one(corpus_root, tmp_path):
+def test_two_data_parallel_ranks_train_like_one_with_and_without_overlap(corpus_root, tmp_path):
     """torchrun with 2 CPU ranks (gloo, megatron DDP): each rank takes half of every global
-    batch, gradients are averaged, and the loss curve is the single-process one."""
+    batch, gradients are averaged, and the loss curve is the single-process one. Overlapping the
+    gradient all-reduce with the backward pass (several buckets, each reduced once per step after
+    its last micro-batch) gives the very losses of reducing after the backward pass."""
     import subprocess
     import sys
     from pathlib import Path
 
     from pretrain.train import train
 
-    config = experiment(corpus_root)
-    single = train(config, "a", seed=2)
+    raw = pretrain_experiment(corpus_root)
+    raw["pretrain"] = {"training": raw["pretrain"]["training"],
+                       "ladder": [{"name": "single", "model": PRETRAIN_MODEL, "seeds": [2]}]}
+    single = train(ExperimentConfig.model_validate(raw), "a", seed=2)
     path = tmp_path / "exp.yaml"
     raw = pretrain_experiment(corpus_root)
     raw["pretrain"]["seeds"] = [1, 2]
     path.write_text(json.dumps(raw))
+    (tmp_path / "small_buckets.py").write_text(SMALL_BUCKETS)
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "pretrain.train", str(path),
-                           "--arm", "b", "--seed", "2"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", str(tmp_path / "small_buckets.py"),
+                           str(path), "--seed", "2"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "common state dict differs" not in done.stderr
-    assert np.allclose(losses(config.run_dir("b", 2)), losses(single), atol=1e-5)
+    config = experiment(corpus_root)
+    synced, overlapped = (config.run_dir(arm, 2) for arm in ("a", "b"))
+    assert json.loads((overlapped / "run.json").read_text())["overlap_grad_reduce"] is True
+    assert json.loads((synced / "run.json").read_text())["overlap_grad_reduce"] is False
+    assert json.loads((single / "run.json").read_text())["overlap_grad_reduce"] is False  # one rank: nothing to hide
+    assert losses(overlapped) == losses(synced)
+    assert np.allclose(losses(overlapped), losses(single), atol=1e-5)
+
+
+def test_the_step_time_covers_the_device_s_work(corpus_root, monkeypatch):
+    """The logged step time is read after the device has finished the step (optimizer included):
+    a device that takes 0.2 s to catch up shows in every step's seconds."""
+    import time
+
+    from pretrain.platform import Platform
+    from pretrain.train import train
+
+    monkeypatch.setattr(Platform, "synchronize", lambda self: time.sleep(0.2))
+    run_dir = train(experiment(corpus_root, checkpoint_every=1000), "a", seed=5, stop_at=3, checkpoints=False)
+    seconds = [json.loads(line)["seconds"] for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    assert len(seconds) == 3 and min(seconds) >= 0.2
 
 
 # SIGKILL to the training process at one of two moments: between checkpoints (mid step 15), or
