@@ -297,6 +297,65 @@ def test_the_step_time_covers_the_device_s_work(corpus_root, monkeypatch):
     assert len(seconds) == 3 and min(seconds) >= 0.2
 
 
+# what the job script calls of Slurm, here: srun runs its command (options dropped), scontrol
+# names this machine and writes down what else it was asked
+FAKE_SLURM = {"srun": '#!/usr/bin/env bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
+              "scontrol": '#!/usr/bin/env bash\necho "$@" >> "$FAKE_SCONTROL_LOG"\n'
+                          'if [ "$1" = show ]; then echo localhost; fi\n'}
+
+
+@pytest.mark.slow
+def test_the_time_limit_signal_saves_a_checkpoint_before_the_job_requeues(corpus_root, tmp_path):
+    """The training job script (pretrain.submit), run by bash with a fake srun and scontrol: USR1
+    (Slurm's 5-minute warning) makes the loop save the step it is in, off the checkpoint schedule
+    and without an export for evaluation, and stop; then the job requeues itself. The requeued run
+    resumes from that step with the losses of an uninterrupted run."""
+    import os
+    import random
+    import signal
+    import stat
+    import subprocess
+    import sys
+    import time
+
+    from pretrain.checkpoint import latest_checkpoint
+    from pretrain.submit import training_job
+    from pretrain.train import STOP_REQUEST, train
+    from slurm.jobs import write_job
+
+    raw = pretrain_experiment(corpus_root, executor={"env_command": f"source {sys.prefix}/bin/activate"})
+    raw["pretrain"]["seeds"] = [6]
+    raw["pretrain"]["slurm"] = {"gpus_per_node": 1}
+    config = ExperimentConfig.model_validate(raw)
+    (tmp_path / "exp.json").write_text(json.dumps(raw))
+    whole = train(config, "a", seed=6)
+    script = write_job(training_job(config, str(tmp_path / "exp.json"), "b", 6), config, tmp_path / "train.sbatch")
+    (tmp_path / "bin").mkdir()
+    for name, text in FAKE_SLURM.items():
+        (tmp_path / "bin" / name).write_text(text)
+        (tmp_path / "bin" / name).chmod(stat.S_IRWXU)
+    job_id = str(random.randrange(1000, 20000))  # the script's rendezvous port: 20000 + id % 20000
+    env = os.environ | {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURM_JOB_ID": job_id, "SLURM_NNODES": "1",
+                        "SLURM_JOB_NODELIST": "localhost", "FAKE_SCONTROL_LOG": str(tmp_path / "scontrol.log")}
+    run_dir = config.run_dir("b", 6)
+    with open(tmp_path / "job.out", "w") as out:
+        job = subprocess.Popen(["bash", str(script)], env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 300
+        while not (run_dir / "run.json").is_file() and job.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        job.send_signal(signal.SIGUSR1)
+        assert job.wait(timeout=300) == 0, (tmp_path / "job.out").read_text()[-3000:]
+    assert f"requeue {job_id}" in (tmp_path / "scontrol.log").read_text().splitlines()
+    assert "time limit near: saving a checkpoint, then requeueing" in (tmp_path / "job.out").read_text()
+    steps, _ = config.training_steps()
+    saved = int(latest_checkpoint(run_dir).name.removeprefix("step_"))
+    assert 0 < saved < steps and not (run_dir / STOP_REQUEST).exists()
+    assert sorted(p.name for p in (run_dir / "hf").glob("step_*")) == [f"step_{s:07d}" for s in range(10, saved + 1, 10)]
+
+    train(config, "b", seed=6)  # the requeued job
+    assert losses(run_dir) == losses(whole)
+
+
 # SIGKILL to the training process at one of two moments: between checkpoints (mid step 15), or
 # while the step-20 checkpoint is being written (a shard on disk, megatron's metadata.json not)
 KILLED_TRAINING = """
