@@ -351,3 +351,15 @@ def test_a_config_includes_another_and_replaces_whole_sections(tmp_path):
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base | {"include": "variants/v.yaml"}))
     with pytest.raises(ConfigError, match="a cycle"):
         load_experiment(tmp_path / "variants" / "v.yaml")
+
+
+def test_every_shipped_experiment_pins_its_attention():
+    """`auto` resolves per node (te where Transformer Engine imports): the shipped configs name the
+    kernels every run of a rung runs."""
+    from configs.pretrain import PretrainConfig
+
+    for path in sorted((REPO / "configs").glob("*.yaml")):
+        pretrain = yaml.safe_load(path.read_text()).get("pretrain")
+        if pretrain:
+            rungs = PretrainConfig.model_validate(pretrain).ladder
+            assert all(r.training.attention != "auto" for r in rungs), path.name
