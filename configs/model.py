@@ -11,6 +11,8 @@ from pydantic import Field, model_validator
 from configs.base import StrictModel
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
+# how every MFU and training-compute figure of the project counts attention (ModelConfig.flops_per_token)
+FLOPS_CONVENTION = "causal attention (Megatron-LM's): half the score matrix"
 
 
 def named_model(name: str) -> dict:

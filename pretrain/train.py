@@ -31,6 +31,7 @@ import torch.distributed as dist
 from configs.base import ConfigError
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.model import FLOPS_CONVENTION
 from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
 from slurm import console
@@ -111,7 +112,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
            "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps,
            "tokenizer_dir": str(config.tokenizer_dir().resolve()),
            "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token,
-           "flops_convention": "causal attention (Megatron-LM's): half the score matrix",
+           "flops_convention": FLOPS_CONVENTION,
            "flops_per_token_full_attention": model_cfg.flops_per_token(vocab, causal=False),
            # what ran, for every speed this run logs
            "device": platform.name, "world_size": world, "dtype": str(platform.dtype).removeprefix("torch."),
