@@ -202,7 +202,7 @@ def table_rows(rows: list[dict]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="tiny", help="a size of configs/models/")
+    parser.add_argument("--model", default="tiny", help="a size of configs/models/, or a shape as JSON")
     parser.add_argument("--attention", default="auto", choices=("auto", "te", "sdpa", "unfused"))
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--global-batch", type=int, default=8)
@@ -228,6 +228,7 @@ def main() -> None:
     rank = dist.get_rank()
     measured = {"flops": args.measured_peak} if args.measured_peak else matmul_peak()
     vocab = args.vocab or bench_vocab(args.model)
+    model = json.loads(args.model) if args.model.startswith("{") else args.model
     # profiled: one step after the measured ones, and one more so that it is not the last (whose
     # log line is written before the run's end)
     steps = args.steps + (2 if args.profile else 0)
@@ -237,7 +238,7 @@ def main() -> None:
         "arms": {"bench": {"extractor": "trafilatura"}},
         "tokenizer": {"kind": "pretrained", "name_or_path": str(root / "tokenizer")},
         "dataset": {"tokens_per_arm": 1},  # set below, once the sequence length is known
-        "pretrain": {"model": args.model, "seeds": [0], "training": {
+        "pretrain": {"model": model, "seeds": [0], "training": {
             "global_batch_size": args.global_batch, "micro_batch_size": args.micro_batch, "attention": args.attention,
             "fusions": False if args.no_fusions else None, "checkpoint_every": 10**9,
             "overlap_grad_reduce": not args.no_overlap, "overlap_param_gather": not args.no_overlap,
