@@ -36,6 +36,9 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
     srun, env_command = "srun --kill-on-bad-exit=1", None
     if s.container_image:
         mounts = container_mounts([REPO, config.output_root.resolve(), config_file.parent], s.container_mounts)
+        if missing := unmounted(s.container_env or "", mounts):
+            raise SystemExit(f"pretrain.slurm.container_env names {', '.join(missing)}, which the container does not "
+                             f"see: add it to pretrain.slurm.container_mounts (e.g. {missing[0]}:{missing[0]})")
         srun += (f" --container-image={shlex.quote(s.container_image)} --container-mounts={shlex.quote(mounts)}"
                  f" --container-workdir={REPO}")
         inside = f"{s.container_env} && exec {torchrun}" if s.container_env else f"exec {torchrun}"
@@ -78,6 +81,14 @@ def container_mounts(own: list[Path], listed: list[str]) -> str:
         if not any(folder.is_relative_to(kept) for kept in folders):
             folders.append(folder)
     return ",".join([f"{f}:{f}" for f in folders] + listed)
+
+
+def unmounted(command: str, mounts: str) -> list[str]:
+    """The absolute paths a shell command names (a venv to activate, a script) that lie under none
+    of the container's mount points (pyxis's SRC:DST[:FLAGS] list)."""
+    targets = [Path(mount.split(":")[1]) for mount in mounts.split(",") if mount]
+    return [word for word in shlex.split(command) if word.startswith("/")
+            and not any(Path(word).is_relative_to(target) for target in targets)]
 
 
 def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str, int]], dry_run: bool) -> list[str]:
