@@ -240,7 +240,8 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
                                   source + ", scaled from its model by FLOPs per token at the same MFU")
         else:
             out[rung.name] = (p.training_mfu * p.gpu_peak_flops / flops,
-                              f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} FLOPs/token")
+                              f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} "
+                              "FLOPs/token (causal attention)")
     return out
 
 
