@@ -55,9 +55,12 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     lab = report["labeler"]
     assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
         lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
-    assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (
-        training["tokens_per_s_per_gpu"],
-        "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2)")
+    assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (  # the widest scaling run's rate: communication included
+        scaling["runs"][-1]["tokens_per_s_per_device"],
+        "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2), "
+        "2 GPUs on 1 node(s)")
+    one_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "scaling": {"runs": []}}, vocab_size=2000)
+    assert one_gpu["training_tokens_per_gpu_s"]["tiny"][0] == training["tokens_per_s_per_gpu"]
     # a ladder's other rungs at the preflight's MFU: tokens/s scaled by FLOPs per token
     raw = yaml.safe_load(path.read_text())
     raw["pretrain"] = {"training": raw["pretrain"]["training"],
@@ -69,7 +72,7 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
 
     ratio = (ModelConfig.model_validate(named_model("tiny")).flops_per_token(2000)
              / ModelConfig.model_validate(named_model("nano")).flops_per_token(2000))
-    assert nano == pytest.approx(training["tokens_per_s_per_gpu"] * ratio)
+    assert nano == pytest.approx(scaling["runs"][-1]["tokens_per_s_per_device"] * ratio)
 
 
 def test_transformer_engine_outside_megatron_core_s_range_fails_its_check(monkeypatch):
