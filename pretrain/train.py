@@ -188,7 +188,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         stop = float(rank == 0 and (run_dir / STOP_REQUEST).exists())
         totals = torch.stack([loss_sum, torch.tensor(stop, device=platform.device)])
         dist.all_reduce(totals)
-        platform.synchronize()  # the optimizer's update (and its parameter all-gather) inside the window
+        platform.synchronize()  # the optimizer's update inside the window (and the all-gather, where not overlapped)
         seconds = time.perf_counter() - began
         done = step + 1
         step_loss, stop = totals[0].item() / world, totals[1].item() > 0
