@@ -329,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
                 train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
             console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
-        if unfinished(one, arm, seed, args.stop_at):  # stopped on request, to be requeued: so are the runs after it
+        # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)
+        stopped = [unfinished(one, arm, seed, args.stop_at) if rank == 0 else None]
+        dist.broadcast_object_list(stopped, src=0)
+        if stopped[0]:
             break
     dist.destroy_process_group()
     return 0
