@@ -77,7 +77,7 @@ def container_mounts(own: list[Path], listed: list[str]) -> str:
     """pyxis's --container-mounts: the folders a training job reads and writes at their own paths
     (each once, none inside another), then the config's own list."""
     folders: list[Path] = []
-    for folder in sorted(set(own), key=lambda p: len(p.parts)):
+    for folder in sorted(set(own), key=lambda p: (len(p.parts), str(p))):  # outermost first, then by name
         if not any(folder.is_relative_to(kept) for kept in folders):
             folders.append(folder)
     return ",".join([f"{f}:{f}" for f in folders] + listed)

@@ -77,7 +77,7 @@ def test_a_container_training_job_runs_torchrun_inside_the_image_and_sees_what_i
     assert flags["container-workdir"] == str(REPO)
     out = (tmp_path / "out").resolve()
     mounts = flags["container-mounts"].split(",")
-    assert mounts == [f"{REPO}:{REPO}", f"{out}:{out}", f"{config_file.parent}:{config_file.parent}",
+    assert mounts == [f"{REPO}:{REPO}", f"{config_file.parent}:{config_file.parent}", f"{out}:{out}",
                       "/shared/xsuite-ngc:/shared/xsuite-ngc", "/scratch/hf:/root/.cache/huggingface"]
     inside = srun[srun.index("bash") + 2]
     assert inside.startswith("source /shared/xsuite-ngc/bin/activate && exec torchrun ") and "--nproc-per-node=8" in inside
