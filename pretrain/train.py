@@ -11,7 +11,10 @@ Writes `<output_root>/train/<arm>/<rung>/seed<S>/`: `log.jsonl` and `tensorboard
 grad norm, tokens/s, MFU per step), `checkpoints/step_*` (every `checkpoint_every` steps and the
 last), and `hf/step_*` (each checkpoint exported to Hugging Face Llama for evaluation). A run
 resumes from its latest checkpoint; a finished run is skipped. `--stop-at` stops after saving
-that step, as a preemption would.
+that step, as a preemption would. Where `<run_dir>/stop-requested` appears (the Slurm job writes it
+5 minutes before its time limit), the run saves the step it is in and stops, to be requeued; only
+the checkpoints of the schedule are exported for evaluation, the same steps in every run. Each
+step is timed until the device has finished it; MFU counts causal attention (configs/model.py).
 """
 
 from __future__ import annotations
