@@ -1,20 +1,30 @@
-"""The GPU check: on one GPU, the project's 1B training beside the peer a user would otherwise pick,
-in one table, sized for a short allocation (under 8 minutes with start-up).
+"""The GPU check: on one GPU, the project's 1B training beside the peers a user would otherwise pick,
+in one table, sized for a short allocation (its runs stop at `--budget` seconds, 7 minutes).
 
     bash bench/gpu_check.sh [--model 1b] [--steps 15] [--global-batch 32] [--micro-batch 8]
-                            [--unfused-micro-batch 4] [--out-dir bench/results/gpu_check]
+                            [--unfused-micro-batch 2] [--commit SHA] [--record-dir bench/measured]
+                            [--out-dir bench/results/gpu_check]
 
 1. the matrix-product peak of this device (bf16 8192^3; fp32 1024^3 on CPU);
-2. `bench.pretrain` with SDPA attention (and one step profiled: where the time goes), again
-   without megatron-core's torch.compile fusions (what they buy), with Transformer Engine's layer
-   spec where it imports, and with megatron's unfused attention at a micro-batch that fits (for
-   the record: what a pip-installed node ran before SDPA);
-3. `bench.hf_peer`: Hugging Face LlamaForCausalLM, SDPA and fused AdamW, same shape and tokens.
-Each run is its own process (its own memory, and a failure is a row, not the end); the table
-gives tokens/s per GPU, step time, MFU against the spec-sheet and the measured peak, peak memory.
-Writes `<out-dir>/gpu_check.json` and each run's JSON and log. Needs only torch, transformers,
-numpy, megatron-core and pydantic (plus what the training loop's config reads: pyyaml, tokenizers,
-tensorboard, tqdm, rich, fsspec, psutil). On CPU it runs the same paths at `--model tiny`.
+2. `bench.pretrain` with SDPA attention (and one step profiled: where the time goes);
+3. `bench.hf_peer`: Hugging Face LlamaForCausalLM, SDPA and fused AdamW, same shape and tokens,
+   then the same peer under torch.compile (what else differs: bench/hf_peer.py);
+4. `bench.pretrain` again without megatron-core's torch.compile fusions (what they buy), with
+   Transformer Engine's layer spec where it imports, with megatron's unfused attention at a
+   micro-batch that fits (for the record: what a pip-installed node ran before SDPA), and at the
+   other `--micro-batch` sizes.
+Each run is its own process (its own memory, and a failure is a row, not the end), in that order
+until the budget is spent (a row not run says so). Every step is timed until the device has
+finished it (optimizer included); MFU counts causal attention (configs/model.py), with the full
+score matrix in a column of its own. The table gives tokens/s per GPU, step time, MFU against the
+spec-sheet and the measured peak, peak memory.
+
+Writes `<out-dir>/gpu_check.json` and each run's JSON and log, and on a GPU the record the README's
+GPU tables are made from: `<record-dir>/gpu_check-<gpu>-<model>.json` (bench/measured/, tracked:
+the rows with the GPU, driver, versions, commit and command; `python -m bench.gpu_tables --update
+README.md` writes the tables). Needs only torch, transformers, numpy, megatron-core and pydantic
+(plus what the training loop's config reads: pyyaml, tokenizers, tensorboard, tqdm, rich, fsspec,
+psutil). On CPU it runs the same paths at `--model tiny` and records only where `--record-dir` says.
 """
 
 from __future__ import annotations
@@ -22,17 +32,21 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
+import shlex
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 NEEDED = ("torch", "transformers", "numpy", "megatron.core", "pydantic", "yaml", "tokenizers", "tensorboard", "tqdm",
           "rich", "fsspec", "psutil")
-GOAL_MFU = 0.40  # of the spec-sheet peak, on an H100/H200-class GPU for the 1b size
+GOAL_MFU = 0.40  # of the spec-sheet peak (causal-attention FLOPs), on an H100/H200-class GPU for the 1b size
+MEASURED = Path(__file__).resolve().parent / "measured"  # the tracked records
 
 
-def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: int) -> dict:
+def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: float) -> dict:
     """One benchmark process; its JSON row, or a row that says why there is none."""
     out, log = out_dir / f"{name}.json", out_dir / f"{name}.log"
     began = time.perf_counter()
@@ -42,7 +56,7 @@ def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: i
                                   stderr=subprocess.STDOUT, timeout=timeout)
         failed = f"exit {done.returncode}" if done.returncode else None
     except subprocess.TimeoutExpired:
-        failed = f"timed out after {timeout} s"
+        failed = f"timed out after {timeout:.0f} s"
     seconds = time.perf_counter() - began
     if failed or not out.is_file():
         tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:] or [""]
@@ -50,61 +64,111 @@ def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: i
     return json.loads(out.read_text()) | {"run": name, "log": str(log), "seconds": seconds}
 
 
-def main() -> None:
+def machine() -> dict:
+    """The GPU, its driver and the software that ran: what a measurement is read against."""
+    import torch
+
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True) if torch.cuda.is_available() else None
+    gpu = [part.strip() for part in smi.stdout.splitlines()[0].split(",")] if smi and smi.returncode == 0 else []
+    return {"gpu": gpu[0] if gpu else None, "gpu_memory_mib": int(gpu[1]) if gpu else None,
+            "driver": gpu[2] if gpu else None, "versions": software_versions()}
+
+
+def software_versions() -> dict[str, str | None]:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": str(torch.backends.cudnn.version()) if torch.cuda.is_available() else None,
+            "transformers": installed("transformers"), "megatron-core": installed("megatron-core"),
+            "transformer-engine": installed("transformer-engine") or installed("transformer_engine")}
+
+
+def record_name(device: str, model: str) -> str:
+    return f"gpu_check-{re.sub(r'[^a-z0-9]+', '-', device.lower()).strip('-')}-{model}.json"
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="1b")
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--global-batch", type=int, default=32)
     parser.add_argument("--micro-batch", type=int, nargs="+", default=[8],
-                        help="SDPA runs' micro-batches: the first is profiled and is the peer's; others add rows")
-    parser.add_argument("--unfused-micro-batch", type=int, default=4, help="the unfused score matrices need more memory")
-    parser.add_argument("--timeout", type=int, default=240, help="seconds per run")
-    parser.add_argument("--commit", help="the commit measured (default: git's HEAD)")
+                        help="SDPA runs' micro-batches: the first is profiled and is the peers'; others add rows")
+    parser.add_argument("--unfused-micro-batch", type=int, default=2, help="the unfused score matrices need more memory")
+    parser.add_argument("--timeout", type=int, default=240, help="seconds per run at most")
+    parser.add_argument("--budget", type=int, default=420, help="seconds for all runs: rows past it are not run")
+    parser.add_argument("--commit", help="the commit measured (default: git's HEAD; give it where there is no .git)")
+    parser.add_argument("--record-dir", type=Path, help=f"where the tracked record goes (default on a GPU: {MEASURED})")
     parser.add_argument("--out-dir", type=Path, default=Path("bench/results/gpu_check"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    command = shlex.join(["bash", "bench/gpu_check.sh", *(sys.argv[1:] if argv is None else argv)])
     missing = [name for name in NEEDED if importlib.util.find_spec(name.split(".")[0]) is None]
     if missing:
         raise SystemExit(f"missing on this node: {', '.join(missing)} (pip install them, or carry their wheels)")
 
+    import torch
+
     from bench.pretrain import device_name, matmul_peak, table_rows
     from configs.provenance import git_commit
-    from pretrain.platform import PEAK_BF16_FLOPS
+    from pretrain.platform import spec_peak_flops
 
+    commit = args.commit or git_commit()
+    record_dir = args.record_dir or (MEASURED if torch.cuda.is_available() else None)
+    if record_dir and commit == "unknown":
+        raise SystemExit("no git checkout here to read the commit from: give --commit SHA (the commit this tree is)")
     args.out_dir.mkdir(parents=True, exist_ok=True)
     name = device_name()
     peak = matmul_peak()
-    spec = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
+    spec = spec_peak_flops(name)
     shape = ["--model", args.model, "--steps", str(args.steps), "--global-batch", str(args.global_batch),
              "--measured-peak", str(peak["flops"])]
     micro, *more = args.micro_batch
-    runs = [("megatron sdpa", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--profile"])]
-    runs += [(f"megatron sdpa mb{m}", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(m)]) for m in more]
-    # what megatron-core's torch.compile fusions buy (on by default on a GPU)
-    runs.append(("megatron sdpa no fusions", "bench.pretrain",
-                 [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--no-fusions"]))
     te = importlib.util.find_spec("transformer_engine") is not None
+    # the rows the README quotes first; each later one only if time is left
+    runs = [("megatron sdpa", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--profile"]),
+            ("hugging face llama", "bench.hf_peer", [*shape, "--micro-batch", str(micro)]),
+            ("hugging face llama, compiled", "bench.hf_peer", [*shape, "--micro-batch", str(micro), "--compile"]),
+            ("megatron sdpa no fusions", "bench.pretrain",
+             [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--no-fusions"])]
     if te:
         runs.append(("megatron te", "bench.pretrain", [*shape, "--attention", "te", "--micro-batch", str(micro)]))
-    runs += [("megatron unfused", "bench.pretrain",
-              [*shape, "--attention", "unfused", "--micro-batch", str(args.unfused_micro_batch)]),
-             ("hugging face llama", "bench.hf_peer", [*shape, "--micro-batch", str(micro)])]
-    rows = []
-    for run, module, argv in runs:
+    runs.append(("megatron unfused", "bench.pretrain",
+                 [*shape, "--attention", "unfused", "--micro-batch", str(args.unfused_micro_batch)]))
+    runs += [(f"megatron sdpa mb{m}", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(m)])
+             for m in more]
+    rows, deadline = [], time.perf_counter() + args.budget
+    for run, module, run_argv in runs:
+        left = deadline - time.perf_counter()
+        if left < 30:
+            rows.append({"run": run, "error": f"not run: the check's --budget of {args.budget} s was spent"})
+            continue
         print(f"… {run}", flush=True)
-        rows.append(run_bench(run.replace(" ", "_"), module, [*argv, "--name", run] if module == "bench.pretrain" else argv,
-                              args.out_dir, args.timeout) | {"run": run})
+        slug = re.sub(r"[^a-z0-9]+", "_", run)
+        rows.append(run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left)) | {"run": run})
     if not te:
         rows.append({"run": "megatron te", "error": "Transformer Engine does not import here (README: Transformer Engine)"})
 
-    result = {"device": name, "commit": args.commit or git_commit(), "model": args.model,
-              "peak_flops_spec": spec, "peak_flops_measured": peak["flops"], "matmul": peak, "rows": rows}
+    result = {"kind": "gpu_check", "device": name, **machine(), "commit": commit, "command": command,
+              "date": datetime.now(UTC).strftime("%Y-%m-%d"), "model": args.model, "steps": args.steps,
+              "global_batch": args.global_batch, "peak_flops_spec": spec, "peak_flops_measured": peak["flops"],
+              "matmul": peak, "rows": rows}
     print(f"\n{name}: spec-sheet bf16 peak {spec / 1e12:,.0f} TFLOP/s, measured {peak['flops'] / 1e12:,.0f} "
-          f"TFLOP/s ({peak['dtype']} {peak['size']}^3); model {args.model}, commit {result['commit'][:12]}"
+          f"TFLOP/s ({peak['dtype']} {peak['size']}^3); model {args.model}, commit {commit[:12]}"
           if spec else f"\n{name}: measured {peak['dtype']} matmul peak {peak['flops'] / 1e9:,.1f} GFLOP/s; "
-          f"model {args.model}, commit {result['commit'][:12]}")
+          f"model {args.model}, commit {commit[:12]}")
     print("\n".join(table_rows(rows)))
-    ours = next((r for r in rows if r["run"] == "megatron sdpa" and not r.get("error")), None)
-    peer = next((r for r in rows if r["run"] == "hugging face llama" and not r.get("error")), None)
+    ok = {r["run"]: r for r in rows if not r.get("error")}
+    ours = ok.get("megatron sdpa")
     if ours and ours.get("profile"):
         print("megatron sdpa, one step in ms: " + ", ".join(
             f"{k.removesuffix('_ms')} {v:,.1f}" for k, v in ours["profile"].items() if v is not None))
@@ -113,12 +177,26 @@ def main() -> None:
         result["goal"] = {"mfu_spec": GOAL_MFU, "tokens_per_s_per_device": goal, "met": ours["mfu_spec"] >= GOAL_MFU}
         print(f"goal {GOAL_MFU:.0%} MFU of the spec sheet ({goal:,.0f} tokens/s per GPU): "
               f"{'met' if result['goal']['met'] else 'not met'} ({ours['mfu_spec']:.1%})")
-    if ours and peer:
-        result["speedup_over_peer"] = ours["tokens_per_s_per_device"] / peer["tokens_per_s_per_device"]
-        print(f"megatron sdpa / hugging face llama: {result['speedup_over_peer']:.2f}x tokens/s")
+    result["speedup_over_peers"] = {peer: ours["tokens_per_s_per_device"] / ok[peer]["tokens_per_s_per_device"]
+                                    for peer in ("hugging face llama", "hugging face llama, compiled")
+                                    if ours and peer in ok}
+    for peer, ratio in result["speedup_over_peers"].items():
+        print(f"megatron sdpa / {peer}: {ratio:.2f}x tokens/s")
     path = args.out_dir / "gpu_check.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {path}")
+    if record_dir:
+        record_dir.mkdir(parents=True, exist_ok=True)
+        record = record_dir / record_name(name, args.model)
+        record.write_text(json.dumps(record_of(result), indent=2) + "\n")
+        print(f"wrote {record} (the README's GPU tables: python -m bench.gpu_tables --update README.md)")
+
+
+def record_of(result: dict) -> dict:
+    """What the tracked record keeps: the result without this machine's paths or the profiler's
+    operator list (both in <out-dir>)."""
+    drop = {"log", "top_operations"}
+    return result | {"rows": [{k: v for k, v in row.items() if k not in drop} for row in result["rows"]]}
 
 
 if __name__ == "__main__":

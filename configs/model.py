@@ -11,6 +11,8 @@ from pydantic import Field, model_validator
 from configs.base import StrictModel
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
+# how every MFU and training-compute figure of the project counts attention (ModelConfig.flops_per_token)
+FLOPS_CONVENTION = "causal attention (Megatron-LM's): half the score matrix"
 
 
 def named_model(name: str) -> dict:
@@ -72,10 +74,14 @@ class ModelConfig(StrictModel):
         return {"per_layer": layer, "embeddings": embeddings, "total": total,
                 "non_embedding": total - embeddings}
 
-    def flops_per_token(self, vocab_size: int) -> float:
+    def flops_per_token(self, vocab_size: int, causal: bool = True) -> float:
         """Training FLOPs per token (forward + backward): 6 x the matmul parameters (every
-        parameter but the input embedding) + the attention scores, 12 x layers x hidden x seq
-        (PaLM's accounting, also Megatron's)."""
+        parameter but the input embedding) + the attention score and value products, 6 x layers x
+        hidden x seq under a causal mask, which needs only the half of the score matrix on and below
+        the diagonal (Megatron-LM's `num_floating_point_operations`, the convention every MFU of
+        this project is quoted in); `causal=False`: the full matrix, 12 x layers x hidden x seq
+        (PaLM's appendix B, and Megatron-LM's before it halved it), for comparison with figures
+        quoted that way."""
         p = self.parameters(vocab_size)
         matmul = p["non_embedding"] + self.padded_vocab(vocab_size) * self.hidden_size  # + output layer
-        return 6 * matmul + 12 * self.num_layers * self.hidden_size * self.seq_length
+        return 6 * matmul + (6 if causal else 12) * self.num_layers * self.hidden_size * self.seq_length

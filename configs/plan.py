@@ -18,7 +18,8 @@ class PlanConfig(StrictModel):
     # 3.08 pages/s on one A100 (Qwen3-0.6B, vLLM) at 6,960 prompt tokens a page on average
     labeler_prompt_tokens_per_gpu_s: float = Field(3.08 * 6960, gt=0)
     labeler_prompt_tokens_per_page: float = Field(6960, gt=0)  # where no pilot measured it
-    # training throughput: MFU x peak / FLOPs per token; 40% of an H100's dense bf16 peak
+    # training throughput: MFU x peak / FLOPs per token; 40% of an H100's dense bf16 peak, MFU and
+    # FLOPs per token both with causal attention (configs/model.py)
     gpu_peak_flops: float = Field(989e12, gt=0)
     training_mfu: float = Field(0.40, gt=0, le=1)
     evaluation_gpu_hours_per_checkpoint: float = Field(0.5, gt=0)  # the 13 benchmarks, full test sets

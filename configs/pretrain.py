@@ -51,14 +51,31 @@ class TrainingConfig(StrictModel):
     log_every: int = Field(1, ge=1)
     peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
     # the decoder's attention (pretrain/attention.py): Transformer Engine's layers, torch's SDPA
-    # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa
+    # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa.
+    # Pin it in an experiment that trains on GPUs: every run of a rung must run the same kernels,
+    # and a run refuses to start beside runs of its rung that ran others (pretrain/train.py)
     attention: Literal["auto", "te", "sdpa", "unfused"] = "auto"
     # megatron-core's torch.compile fusions (SwiGLU, bias-dropout-add, cross-entropy); None: on a
     # GPU, off on CPU (where compiling costs more than it saves at the demo's sizes)
     fusions: bool | None = None
+    # megatron-core DDP's overlap of communication with compute, where it applies (several ranks):
+    # each gradient bucket's all-reduce (reduce-scatter with the GPU's distributed optimizer) starts
+    # in the backward pass of the step's last micro-batch as soon as its gradients are complete;
+    # with the distributed optimizer, each bucket's parameter all-gather waits for the next forward
+    # pass to need it. The same sums either way: the losses do not depend on it
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
     # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
     # (float sums depend on how the work is split between threads)
     cpu_threads: int = Field(2, ge=1)
+
+
+    @model_validator(mode="after")
+    def _overlap(self) -> TrainingConfig:
+        if self.overlap_param_gather and not self.overlap_grad_reduce:
+            raise ValueError("overlap_param_gather needs overlap_grad_reduce (as Megatron-LM requires): turn "
+                             "overlap_param_gather off too, or overlap_grad_reduce back on")
+        return self
 
 
 class Rung(StrictModel):

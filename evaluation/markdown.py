@@ -323,7 +323,7 @@ def ladder_markdown(report: dict) -> list[str]:
         return []
     reports, reference, target = ladder["reports"], ladder["reference"], ladder["target"]
     lines = ["## The model ladder: do the small rungs decide as the large one does?", "",
-             "| rung | non-embedding parameters | training tokens | compute (FLOPs) | seeds | evaluated at |",
+             "| rung | non-embedding parameters | training tokens | compute (FLOPs, causal attention) | seeds | evaluated at |",
              "|---|---:|---:|---:|---|---|"]
     one_seed = {r for r in ladder["rungs"] if reports[r]["arms"] and
                 min(len(reports[r]["table"][arm]["seeds"]) for arm in reports[r]["arms"]) == 1}

@@ -93,7 +93,7 @@ def plot_ladder(ladder: dict, out: Path) -> Path | None:
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels overlap
         ax.set_title(score["title"], fontsize=9)
-        ax.set_xlabel("training compute (FLOPs)")
+        ax.set_xlabel("training compute (FLOPs, causal attention)")
         ax.set_ylabel(score["unit"] + (" (lower is better)" if score["lower_is_better"] else ""))
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)

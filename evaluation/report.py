@@ -489,9 +489,10 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
 
 
 def training_compute(config: ExperimentConfig, reports: dict[str, dict]) -> dict[str, float]:
-    """Per rung, the training FLOPs its scores stand for: FLOPs per token (at the experiment's
-    tokenizer's vocabulary, which every run trains with) times the tokens at the compared step; a
-    rung without evaluated runs at the tokens it will train on. Empty before the tokenizer exists."""
+    """Per rung, the training FLOPs its scores stand for: FLOPs per token (causal attention, the
+    project's one convention, configs/model.py; at the experiment's tokenizer's vocabulary, which
+    every run trains with) times the tokens at the compared step; a rung without evaluated runs at
+    the tokens it will train on. Empty before the tokenizer exists."""
     if not config.tokenizer_file().is_file():
         return {}
     from tokenizers import Tokenizer

@@ -10,17 +10,21 @@
 - `auto`: `te` where Transformer Engine imports on a CUDA node, `sdpa` otherwise.
 
 `SdpaAttention` has no parameters of its own and the same module tree as `DotProductAttention`,
-so a checkpoint trained with one loads into the other.
+so a checkpoint trained with one loads into the other. It records the kernel SDPA dispatched its
+first call with gradients to (`kernel`), which `run.json` reports.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
 
+import torch
 import torch.nn.functional as F
 from megatron.core import tensor_parallel
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 from megatron.core.transformer.enums import AttnMaskType
+
+from pretrain.platform import sdpa_kernel
 
 ATTENTION_CHOICES = ("auto", "te", "sdpa", "unfused")
 
@@ -62,6 +66,7 @@ class SdpaAttention(DotProductAttention):
         # query-key layer scaling divides the scale by the layer number and the unfused softmax
         # multiplies it back (an fp16 overflow guard): the product is the plain scale
         self.scale = self.softmax_scale * (self.layer_number if self.config.apply_query_key_layer_scaling else 1)
+        self.kernel: str | None = None  # what the first training call ran: flash, cudnn, efficient or math
 
     def forward(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
                 packed_seq_params=None):
@@ -78,8 +83,17 @@ class SdpaAttention(DotProductAttention):
         mask = None if attention_mask is None else ~attention_mask
         causal = attention_mask is None and mask_type == AttnMaskType.causal and q.size(2) > 1
         dropout = self.attention_dropout.p if self.training else 0.0
+        if self.kernel is None and torch.is_grad_enabled():
+            self.kernel = sdpa_kernel(q, k, v, mask, dropout, causal, self.scale)
         with tensor_parallel.get_cuda_rng_tracker().fork() if dropout else nullcontext():
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal,
                                                      scale=self.scale)
         sq, b = query.size(0), query.size(1)
         return context.permute(2, 0, 1, 3).reshape(sq, b, self.hidden_size_per_partition)
+
+
+def sdpa_kernels(model) -> str | None:
+    """The kernel(s) the model's SDPA layers ran in their first training call ("flash", or
+    several joined by "+"); None for a model without SDPA layers or before its first step."""
+    kernels = sorted({m.kernel for m in model.modules() if isinstance(m, SdpaAttention) and m.kernel})
+    return "+".join(kernels) or None

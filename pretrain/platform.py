@@ -29,9 +29,23 @@ class Platform:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    def synchronize(self) -> None:
+        """Wait for the work queued on the device (a GPU runs behind the host): a time read after
+        it covers that work. Nothing to wait for on CPU."""
+        if self.is_cuda:
+            torch.cuda.synchronize(self.device)
 
-# dense bf16 peak FLOP/s of common training GPUs (spec sheets, no sparsity)
-PEAK_BF16_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12, "B200": 2250e12}
+
+# dense bf16 peak FLOP/s of common training GPUs: the spec sheets' figures with sparsity, halved.
+# The first name the device's name contains wins: the PCIe and NVL boards (lower clocks and power)
+# before the SXM ones, whose names are the bare "H100" ("NVIDIA H100 80GB HBM3") and "H200".
+PEAK_BF16_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H200 NVL": 835e12, "H100": 989e12, "H200": 989e12,
+                   "A100": 312e12, "L40S": 362e12, "A10": 125e12, "B200": 2250e12}
+
+
+def spec_peak_flops(device_name: str) -> float | None:
+    """The spec sheet's dense bf16 peak of a GPU by its name; None where the table has none."""
+    return next((v for k, v in PEAK_BF16_FLOPS.items() if k in device_name), None)
 
 
 def detect(peak_flops: float | None = None, cpu_threads: int | None = None) -> Platform:
@@ -41,8 +55,8 @@ def detect(peak_flops: float | None = None, cpu_threads: int | None = None) -> P
         local_rank = int(os.environ.get("LOCAL_RANK", 0))
         torch.cuda.set_device(local_rank)
         name = torch.cuda.get_device_name(local_rank)
-        table = next((v for k, v in PEAK_BF16_FLOPS.items() if k in name), None)
-        return Platform(torch.device("cuda", local_rank), name, "nccl", torch.bfloat16, peak_flops or table)
+        return Platform(torch.device("cuda", local_rank), name, "nccl", torch.bfloat16,
+                        peak_flops or spec_peak_flops(name))
     use_cpu()
     if cpu_threads:
         torch.set_num_threads(cpu_threads)
@@ -60,14 +74,14 @@ def use_cpu() -> None:
         lambda sq: torch.triu(torch.ones(sq, sq), diagonal=1).bool())
 
 
-def sdpa_kernel(device: torch.device, dtype: torch.dtype, heads: int, head_dim: int, seq_length: int) -> str:
-    """The kernel torch's SDPA dispatches a causal attention of this shape to: flash, cudnn,
-    efficient or math (on CPU, flash is torch's fused CPU kernel)."""
+def sdpa_kernel(query, key, value, attn_mask, dropout_p: float, is_causal: bool, scale: float) -> str:
+    """The kernel torch's SDPA dispatches this very call to: flash, cudnn, efficient or math (on
+    CPU, flash is torch's fused CPU kernel). Asked with the call's own tensors, so that batch,
+    dtype, mask and whether gradients are needed weigh in as they do in the call."""
     from torch.nn.attention import SDPBackend
 
-    q = torch.empty(1, heads, seq_length, head_dim, device=device, dtype=dtype)
     # the dispatcher SDPA itself consults (private in torch 2.5-2.13; no public way to ask)
-    choice = SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True))
+    choice = SDPBackend(torch._fused_sdp_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale))
     return {SDPBackend.FLASH_ATTENTION: "flash", SDPBackend.CUDNN_ATTENTION: "cudnn",
             SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.MATH: "math"}.get(choice, choice.name.lower())
 

@@ -7,8 +7,9 @@
 ladder's small rungs ask for few GPUs and short times, its target the full allocation. Each job runs one
 srun task per node, each a torchrun over the node's GPUs, rendezvous on the first node. Jobs are
 `--requeue`: after a preemption or a node failure Slurm starts them again, and before the time
-limit they requeue themselves (USR1, 5 minutes ahead); every start resumes from the run's latest
-checkpoint. Finished runs are not submitted again. The job script is written to
+limit they save a checkpoint and requeue themselves (USR1, 5 minutes ahead: the job's trap asks the
+loop to save at the end of its step, pretrain.train.STOP_REQUEST); every start resumes from the
+run's latest checkpoint. Finished runs are not submitted again. The job script is written to
 `<run_dir>/train.sbatch`, its output to `<run_dir>/slurm-<jobid>.out`.
 """
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
-from pretrain.train import selected_runs
+from pretrain.train import STOP_REQUEST, selected_runs, unfinished
 from slurm.jobs import REPO, BatchJob, sbatch, write_job
 
 
@@ -35,6 +36,9 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
     srun, env_command = "srun --kill-on-bad-exit=1", None
     if s.container_image:
         mounts = container_mounts([REPO, config.output_root.resolve(), config_file.parent], s.container_mounts)
+        if missing := unmounted(s.container_env or "", mounts):
+            raise SystemExit(f"pretrain.slurm.container_env names {', '.join(missing)}, which the container does not "
+                             f"see: add it to pretrain.slurm.container_mounts (e.g. {missing[0]}:{missing[0]})")
         srun += (f" --container-image={shlex.quote(s.container_image)} --container-mounts={shlex.quote(mounts)}"
                  f" --container-workdir={REPO}")
         inside = f"{s.container_env} && exec {torchrun}" if s.container_env else f"exec {torchrun}"
@@ -47,36 +51,51 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
         mem_gb=s.mem_gb, output=run_dir / "slurm-%j.out", nodes=s.nodes, ntasks_per_node=1,
         gpus_per_node=s.gpus_per_node, requeue=True, signal="B:USR1@300", open_mode="append", env_command=env_command,
         commands=f"""
-# 5 minutes before the time limit: requeue; the next start resumes from the latest checkpoint
-trap 'echo "time limit near: requeueing"; scontrol requeue "$SLURM_JOB_ID"' USR1
+# 5 minutes before the time limit: the run saves a checkpoint at the end of the step it is in and
+# stops, then the job requeues itself; the next start resumes from that checkpoint. Should the save
+# not end in 4 minutes, the job requeues all the same (and resumes from the checkpoint before it)
+STOP={shlex.quote(str(run_dir / STOP_REQUEST))}
+rm -f "$STOP"
+REQUEUE=
+trap 'echo "time limit near: saving a checkpoint, then requeueing"; touch "$STOP"; REQUEUE=1
+      (sleep 240 && scontrol requeue "$SLURM_JOB_ID") &' USR1
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
 {command} &
-wait""")
+TRAINING=$!
+while :; do  # the trap interrupts wait: wait again while training runs
+  STATUS=0
+  wait "$TRAINING" || STATUS=$?
+  kill -0 "$TRAINING" 2>/dev/null || break
+done
+if [ -n "$REQUEUE" ]; then scontrol requeue "$SLURM_JOB_ID"; fi
+exit "$STATUS"
+""")
 
 
 def container_mounts(own: list[Path], listed: list[str]) -> str:
     """pyxis's --container-mounts: the folders a training job reads and writes at their own paths
     (each once, none inside another), then the config's own list."""
     folders: list[Path] = []
-    for folder in sorted(set(own), key=lambda p: len(p.parts)):
+    for folder in sorted(set(own), key=lambda p: (len(p.parts), str(p))):  # outermost first, then by name
         if not any(folder.is_relative_to(kept) for kept in folders):
             folders.append(folder)
     return ",".join([f"{f}:{f}" for f in folders] + listed)
 
 
-def finished(config: ExperimentConfig, arm: str, seed: int) -> bool:
-    from pretrain.checkpoint import latest_checkpoint
-
-    latest = latest_checkpoint(config.run_dir(arm, seed))
-    return latest is not None and int(latest.name.removeprefix("step_")) >= config.training_steps()[0]
+def unmounted(command: str, mounts: str) -> list[str]:
+    """The absolute paths a shell command names (a venv to activate, a script) that lie under none
+    of the container's mount points (pyxis's SRC:DST[:FLAGS] list)."""
+    targets = [Path(mount.split(":")[1]) for mount in mounts.split(",") if mount]
+    return [word for word in shlex.split(command) if word.startswith("/")
+            and not any(Path(word).is_relative_to(target) for target in targets)]
 
 
 def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str, int]], dry_run: bool) -> list[str]:
     jobs = []
     for rung, arm, seed in runs:
         one = config.for_rung(rung)
-        if finished(one, arm, seed):
+        if not unfinished(one, arm, seed):
             print(f"{arm} {rung} seed {seed}: finished already")
             continue
         script = write_job(training_job(one, config_path, arm, seed), one, one.run_dir(arm, seed) / "train.sbatch")

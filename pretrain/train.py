@@ -11,7 +11,10 @@ Writes `<output_root>/train/<arm>/<rung>/seed<S>/`: `log.jsonl` and `tensorboard
 grad norm, tokens/s, MFU per step), `checkpoints/step_*` (every `checkpoint_every` steps and the
 last), and `hf/step_*` (each checkpoint exported to Hugging Face Llama for evaluation). A run
 resumes from its latest checkpoint; a finished run is skipped. `--stop-at` stops after saving
-that step, as a preemption would.
+that step, as a preemption would. Where `<run_dir>/stop-requested` appears (the Slurm job writes it
+5 minutes before its time limit), the run saves the step it is in and stops, to be requeued; only
+the checkpoints of the schedule are exported for evaluation, the same steps in every run. Each
+step is timed until the device has finished it; MFU counts causal attention (configs/model.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import math
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -30,6 +34,7 @@ import torch.distributed as dist
 from configs.base import ConfigError
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
+from configs.model import FLOPS_CONVENTION
 from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
 from slurm import console
@@ -46,24 +51,35 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
     return floor + (training.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
+# touched by the Slurm job's USR1 trap ahead of the time limit (pretrain/submit.py): the loop saves
+# a checkpoint at the end of the step it is in, removes the file and stops, and the job requeues
+STOP_REQUEST = "stop-requested"
+# what a rung's runs must agree on: the kernels that compute every step
+KERNEL_KEYS = ("layer_spec", "attention", "sdpa_kernel", "fusions", "dtype")
+
+
 def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None,
           checkpoints: bool = True) -> Path:
     """One (arm, seed) run, from its last complete checkpoint; `progress(step)` after every step.
-    `checkpoints=False` saves and exports nothing (a throughput benchmark)."""
+    `checkpoints=False` saves and exports nothing (a throughput benchmark). Where the run's
+    STOP_REQUEST file appears, it saves the step it is in and returns (`unfinished` says so)."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
-    from pretrain.attention import resolve_attention
+    from pretrain.attention import resolve_attention, sdpa_kernels
     from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import MEGATRON_FUSIONS, build_model
-    from pretrain.platform import build_optimizer, detect, init_distributed, sdpa_kernel, seed_everything
+    from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
     steps, _ = config.training_steps()
     tokens_per_step = config.pretrain.tokens_per_step
     last_step = min(steps, stop_at or steps)
+
+    def exported(step: int) -> bool:  # the evaluation's points: the same steps in every run
+        return step % training.checkpoint_every == 0 or step == steps
 
     # ---- where: devices, process group, seeds
     platform = detect(training.peak_flops, training.cpu_threads)
@@ -81,9 +97,14 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     vocab, eos_id, bos_id = tokenizer_facts(config)
     attention = resolve_attention(training.attention, platform.is_cuda)
     fused = platform.is_cuda if training.fusions is None else training.fusions
+    # overlap applies where there is communication to hide (several ranks); the parameter
+    # all-gather exists with the distributed optimizer only (GPU)
+    overlap_grad = training.overlap_grad_reduce and world > 1
+    overlap_param = training.overlap_param_gather and overlap_grad and platform.is_cuda
     model = build_model(model_cfg, vocab, platform, attention, fused)
     ddp = DistributedDataParallel(model.config, DistributedDataParallelConfig(
-        grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda), model)
+        grad_reduce_in_fp32=True, use_distributed_optimizer=platform.is_cuda, overlap_grad_reduce=overlap_grad,
+        overlap_param_gather=overlap_param), model)
     optimizer = build_optimizer(ddp, platform, training.lr, training.weight_decay, training.adam_betas,
                                 training.adam_eps, training.clip_grad)
     dataset = build_dataset(config, arm, seed, run_dir / "data_cache")
@@ -94,16 +115,26 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
            "vocab_size": vocab, "bos_id": bos_id, "eos_id": eos_id, "steps": steps,
            "tokenizer_dir": str(config.tokenizer_dir().resolve()),
            "parameters": model_cfg.parameters(vocab), "flops_per_token": flops_per_token,
+           "flops_convention": FLOPS_CONVENTION,
+           "flops_per_token_full_attention": model_cfg.flops_per_token(vocab, causal=False),
            # what ran, for every speed this run logs
            "device": platform.name, "world_size": world, "dtype": str(platform.dtype).removeprefix("torch."),
            "layer_spec": "transformer_engine" if attention == "te" else "local", "attention": attention,
            "fusions": sorted(MEGATRON_FUSIONS) if fused else [],
-           "sdpa_kernel": sdpa_kernel(platform.device, platform.dtype, model_cfg.num_attention_heads,
-                                      model_cfg.head_dim, model_cfg.seq_length) if attention == "sdpa" else None,
+           "sdpa_kernel": None,  # read from the first step's SDPA calls
+           "overlap_grad_reduce": overlap_grad, "overlap_param_gather": overlap_param,
            "micro_batch_size": training.micro_batch_size, "global_batch_size": training.global_batch_size,
            "peak_flops": platform.peak_flops}
+    check_same_kernels(config, run_dir, run)
     if rank == 0:
         write_run_info(run_dir, run)
+
+    def save(step: int) -> None:
+        if overlap_param:  # the parameters of the last update are gathered by the next forward: now
+            ddp.start_param_sync(force_sync=True)
+        save_checkpoint(run_dir, step, model, optimizer, platform)
+        if rank == 0 and exported(step):
+            write_hf(megatron_weights(model), run, step, run_dir / "hf" / f"step_{step:07d}")
 
     # ---- resume
     start, latest = 0, latest_checkpoint(run_dir)
@@ -115,7 +146,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         hf_dir = run_dir / "hf" / f"step_{start:07d}"
         if rank == 0:
             say(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})")
-            if not (hf_dir / "xsuite.json").is_file():  # the job died before exporting it
+            if exported(start) and not (hf_dir / "xsuite.json").is_file():  # the job died before exporting it
                 write_hf(megatron_weights(model), run, start, hf_dir)
     if progress:
         progress(start)
@@ -136,30 +167,44 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     n_micro = training.global_batch_size // (world * training.micro_batch_size)
     ddp.train()
     for step in range(start, last_step):
+        platform.synchronize()  # the step's window starts on an idle device
         began = time.perf_counter()
         ddp.zero_grad_buffer()
         optimizer.zero_grad()
         loss_sum = torch.zeros((), device=platform.device)
-        for batch in micro_batches(dataset, step, training.global_batch_size, training.micro_batch_size, rank, world):
+        batches = micro_batches(dataset, step, training.global_batch_size, training.micro_batch_size, rank, world)
+        for i, batch in enumerate(batches):
             batch = {k: v.to(platform.device) for k, v in batch.items()}
-            token_losses = ddp(batch["tokens"], batch["position_ids"], None, labels=batch["labels"])
-            mask = batch["loss_mask"].float()
-            loss = (token_losses.float() * mask).sum() / mask.sum()
-            (loss / n_micro).backward()
+            # gradients are reduced once per step: with overlap, during the last micro-batch's backward
+            with ddp.no_sync() if i < n_micro - 1 else nullcontext():
+                token_losses = ddp(batch["tokens"], batch["position_ids"], None, labels=batch["labels"])
+                mask = batch["loss_mask"].float()
+                loss = (token_losses.float() * mask).sum() / mask.sum()
+                (loss / n_micro).backward()
             loss_sum += loss.detach() / n_micro
         ddp.finish_grad_sync()
         lr = learning_rate(step, steps, training)
         for group in optimizer.param_groups:
             group["lr"] = lr
         _, grad_norm, _ = optimizer.step()
-        dist.all_reduce(loss_sum)
+        # the loss summed over ranks, and whether rank 0 saw a stop request, in one collective
+        stop = float(rank == 0 and (run_dir / STOP_REQUEST).exists())
+        totals = torch.stack([loss_sum, torch.tensor(stop, device=platform.device)])
+        dist.all_reduce(totals)
+        platform.synchronize()  # the optimizer's update inside the window (and the all-gather, where not overlapped)
         seconds = time.perf_counter() - began
         done = step + 1
+        step_loss, stop = totals[0].item() / world, totals[1].item() > 0
+        if done == start + 1 and attention == "sdpa":  # the kernel SDPA ran, now that it has run
+            run["sdpa_kernel"] = sdpa_kernels(model)
+            check_same_kernels(config, run_dir, run)
+            if rank == 0:
+                write_run_info(run_dir, run)
 
-        if rank == 0 and (done % training.log_every == 0 or done == last_step):
+        if rank == 0 and (done % training.log_every == 0 or done == last_step or stop):
             tokens_per_s = tokens_per_step / seconds
             peak = platform.peak_flops
-            record = {"step": done, "loss": loss_sum.item() / world, "lr": lr, "grad_norm": grad_norm,
+            record = {"step": done, "loss": step_loss, "lr": lr, "grad_norm": grad_norm,
                       "tokens": config.pretrain.tokens_at(done), "tokens_per_s": tokens_per_s,
                       "mfu": flops_per_token * tokens_per_s / (world * peak) if peak else None, "seconds": seconds}
             log.write(json.dumps(record) + "\n")
@@ -167,17 +212,48 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             for key in ("loss", "lr", "grad_norm", "tokens_per_s", "mfu"):
                 if record[key] is not None:
                     tensorboard.add_scalar(f"train/{key}", record[key], done)
-        if checkpoints and (done % training.checkpoint_every == 0 or done == last_step):
-            save_checkpoint(run_dir, done, model, optimizer, platform)
+        if checkpoints and (exported(done) or done == last_step or (stop and done < last_step)):
+            save(done)
             if rank == 0:
-                write_hf(megatron_weights(model), run, done, run_dir / "hf" / f"step_{done:07d}")
-                print(f"[{arm} seed {seed}] step {done}/{steps} loss {loss_sum.item() / world:.4f}", flush=True)
+                print(f"[{arm} seed {seed}] step {done}/{steps} loss {step_loss:.4f}", flush=True)
         if progress:
             progress(done)
+        if stop and done < last_step:
+            if rank == 0:
+                (run_dir / STOP_REQUEST).unlink(missing_ok=True)
+                say(f"[{arm} seed {seed}] stop requested: saved step {done}/{steps}, stopping")
+            break
     if rank == 0:
         log.close()
         tensorboard.close()
     return run_dir
+
+
+def check_same_kernels(config: ExperimentConfig, run_dir: Path, run: dict) -> None:
+    """Refuse a run whose kernels (KERNEL_KEYS) differ from those another run of its rung recorded
+    in its run.json: the arms of a rung are compared on their data alone. Every rank reads the same
+    files and decides alike."""
+    mine = {k: run[k] for k in KERNEL_KEYS if run.get(k) is not None}
+    for other in sorted((config.output_root / "train").glob(f"*/{run['rung']}/seed*/run.json")):
+        if other.parent.resolve() == run_dir.resolve():
+            continue
+        theirs = json.loads(other.read_text())
+        differ = {k: (theirs[k], v) for k, v in mine.items() if theirs.get(k) is not None and theirs[k] != v}
+        if differ:
+            raise SystemExit(
+                f"{config.relative(run_dir)}: would run " + ", ".join(f"{k} {v!r}" for k, (_, v) in differ.items())
+                + f" where {config.relative(other.parent)} ran " + ", ".join(f"{k} {t!r}" for k, (t, _) in differ.items())
+                + "; every run of a rung must run the same kernels. Pin pretrain.training.attention (and fusions) in "
+                "the config, and train every arm on nodes of one kind (same GPU, same Transformer Engine)")
+
+
+def unfinished(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None) -> bool:
+    """Whether a run's latest checkpoint is short of its last step (or of `stop_at`)."""
+    from pretrain.checkpoint import latest_checkpoint
+
+    latest = latest_checkpoint(config.run_dir(arm, seed))
+    saved = int(latest.name.removeprefix("step_")) if latest else 0
+    return saved < min(config.training_steps()[0], stop_at or config.training_steps()[0])
 
 
 def log_record(line: str) -> dict | None:
@@ -252,10 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         if rank:  # the console is rank 0's
             with console.redirected(log):
                 train(one, arm, seed, args.stop_at)
-            continue
-        with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
-            train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
-        console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
+        else:
+            with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
+                train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
+            console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
+        # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)
+        stopped = [unfinished(one, arm, seed, args.stop_at) if rank == 0 else None]
+        dist.broadcast_object_list(stopped, src=0)
+        if stopped[0]:
+            break
     dist.destroy_process_group()
     return 0
 

@@ -262,12 +262,14 @@ def test_every_named_model_size_states_its_own_parameters_and_flops():
     for path in sizes:
         text = path.read_text()
         stated = re.search(r"# ([\d,]+) parameters with a ([\d,]+)-token vocabulary \(([\d,]+) without embeddings\);\n"
-                           r"# ([\d.e+]+) training FLOPs per token", text)
+                           r"# ([\d.e+]+) training FLOPs per token \(configs/model.py; causal attention, ([\d.e+]+) with "
+                           r"the full score matrix\)", text)
         assert stated, f"{path.name}: no parameter/FLOP comment"
         total, vocab, non_embedding = (int(g.replace(",", "")) for g in stated.groups()[:3])
         model = ModelConfig.model_validate(named_model(path.stem))
         assert model.parameters(vocab)["total"] == total and model.parameters(vocab)["non_embedding"] == non_embedding
         assert f"{model.flops_per_token(vocab):.3g}" == stated.group(4), path.name
+        assert f"{model.flops_per_token(vocab, causal=False):.3g}" == stated.group(5), path.name
         if path.stem[0].isdigit():  # named by total parameters, e.g. 150m: within 15% of 150M
             scale = float(path.stem[:-1]) * (1e9 if path.stem.endswith("b") else 1e6)
             assert abs(total / scale - 1) < 0.15, path.name
@@ -349,3 +351,15 @@ def test_a_config_includes_another_and_replaces_whole_sections(tmp_path):
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base | {"include": "variants/v.yaml"}))
     with pytest.raises(ConfigError, match="a cycle"):
         load_experiment(tmp_path / "variants" / "v.yaml")
+
+
+def test_every_shipped_experiment_pins_its_attention():
+    """`auto` resolves per node (te where Transformer Engine imports): the shipped configs name the
+    kernels every run of a rung runs."""
+    from configs.pretrain import PretrainConfig
+
+    for path in sorted((REPO / "configs").glob("*.yaml")):
+        pretrain = yaml.safe_load(path.read_text()).get("pretrain")
+        if pretrain:
+            rungs = PretrainConfig.model_validate(pretrain).ladder
+            assert all(r.training.attention != "auto" for r in rungs), path.name

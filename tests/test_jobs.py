@@ -36,14 +36,17 @@ echo 4242
 """
 
 
-def test_a_container_training_job_runs_torchrun_inside_the_image(tmp_path, monkeypatch):
+def test_a_container_training_job_runs_torchrun_inside_the_image_and_sees_what_it_needs(tmp_path, monkeypatch):
     """pretrain.submit through a fake `sbatch`: the submitted script starts torchrun in the
-    configured pyxis image, with the repository, the output root and the listed folders mounted,
-    and the container's environment in place of the host's."""
+    configured pyxis image (README's recipe), with the repository, the output root, the config's
+    folder and the listed folders mounted, and the container's environment in place of the host's.
+    Everything the job reads or runs lies under a mount: the code, the config, the tokenizer and
+    dataset, the run's folder, the environment it activates; an environment not mounted is refused."""
     import os
     import shlex
     import stat
     import subprocess
+    from pathlib import Path
 
     import pytest
     from pydantic import ValidationError
@@ -57,25 +60,39 @@ def test_a_container_training_job_runs_torchrun_inside_the_image(tmp_path, monke
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SBATCH_COPY", str(tmp_path / "submitted.sbatch"))
     raw = pretrain_experiment(tmp_path / "out", executor={"env_command": "source /host/venv/bin/activate"})
-    raw["pretrain"]["slurm"] = {"gpus_per_node": 8, "container_image": "nvcr.io#nvidia/pytorch:25.01-py3",
-                                "container_mounts": ["/scratch/hf:/root/.cache/huggingface"],
-                                "container_env": "source /opt/xsuite/bin/activate"}
+    raw["pretrain"]["slurm"] = {"gpus_per_node": 8, "container_image": "nvcr.io#nvidia/pytorch:25.12-py3",
+                                "container_mounts": ["/shared/xsuite-ngc:/shared/xsuite-ngc",
+                                                     "/scratch/hf:/root/.cache/huggingface"],
+                                "container_env": "source /shared/xsuite-ngc/bin/activate"}
     config = ExperimentConfig.model_validate(raw)
-    assert submit(config, str(REPO / "configs" / "local.yaml"), [("model", "a", 1)], dry_run=False) == ["4242"]
+    config_file = tmp_path / "configs" / "exp.yaml"
+    assert submit(config, str(config_file), [("model", "a", 1)], dry_run=False) == ["4242"]
 
     script = (tmp_path / "submitted.sbatch").read_text()
     assert subprocess.run(["bash", "-n", "-c", script]).returncode == 0
     assert "/host/venv" not in script  # the host's environment does not reach the container
     srun = shlex.split(next(line for line in script.splitlines() if line.startswith("srun ")).removesuffix(" &"))
     flags = dict(arg.removeprefix("--").split("=", 1) for arg in srun if arg.startswith("--container"))
-    assert flags["container-image"] == "nvcr.io#nvidia/pytorch:25.01-py3"
+    assert flags["container-image"] == "nvcr.io#nvidia/pytorch:25.12-py3"
     assert flags["container-workdir"] == str(REPO)
     out = (tmp_path / "out").resolve()
-    assert flags["container-mounts"].split(",") == [f"{REPO}:{REPO}", f"{out}:{out}", "/scratch/hf:/root/.cache/huggingface"]
+    mounts = flags["container-mounts"].split(",")
+    assert mounts == [f"{REPO}:{REPO}", f"{config_file.parent}:{config_file.parent}", f"{out}:{out}",
+                      "/shared/xsuite-ngc:/shared/xsuite-ngc", "/scratch/hf:/root/.cache/huggingface"]
     inside = srun[srun.index("bash") + 2]
-    assert inside.startswith("source /opt/xsuite/bin/activate && exec torchrun ") and "--nproc-per-node=8" in inside
+    assert inside.startswith("source /shared/xsuite-ngc/bin/activate && exec torchrun ") and "--nproc-per-node=8" in inside
     assert "export MASTER_ADDR=" in script and "export MASTER_PORT=" in script  # read inside the container
 
+    seen = [Path(m.split(":")[1]) for m in mounts]
+    needed = [REPO / "pretrain" / "train.py", config_file, config.tokenizer_file(), Path(f"{config.dataset_prefix('a')}.bin"),
+              config.run_dir("a", 1), Path("/shared/xsuite-ngc/bin/activate"),
+              Path(shlex.split(inside)[shlex.split(inside).index("pretrain.train") + 1])]
+    assert all(any(p.resolve().is_relative_to(m) for m in seen) for p in needed), needed
+
+    raw["pretrain"]["slurm"]["container_mounts"] = ["/scratch/hf:/root/.cache/huggingface"]
+    with pytest.raises(SystemExit, match="container_env names /shared/xsuite-ngc/bin/activate, which the container "
+                                         "does not see: add it to pretrain.slurm.container_mounts"):
+        submit(ExperimentConfig.model_validate(raw), str(config_file), [("model", "a", 1)], dry_run=True)
     raw["pretrain"]["slurm"] = {"container_env": "source /opt/xsuite/bin/activate"}
     with pytest.raises(ValidationError, match="container_mounts and container_env need a container_image"):
         ExperimentConfig.model_validate(raw)

@@ -26,18 +26,26 @@ def config_file(tmp_path):
 def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     path = config_file(tmp_path)
     # the configured Dripper model is not in this machine's cache: reported, and the exit says so
-    assert preflight_main([str(path), "--pages", "6", "--steps", "6"]) == 1
+    assert preflight_main([str(path), "--pages", "6", "--steps", "6", "--gpus-per-node", "2"]) == 1
     report = json.loads((tmp_path / "out" / "preflight" / "preflight.json").read_text())
     failed = {c["check"] for c in report["checks"] if not c["ok"]}
+    assert "scaling" not in failed
     assert failed <= {"CUDA", "Transformer Engine", "labeler model (dripper)"} and "labeler model (dripper)" in failed
     assert report["device"] == "cpu" and report["gpu"] is None
     assert report["labeler"]["labelled"] > 0 and report["labeler"]["prompt_tokens_per_page"] > 0
     training = report["training"]
-    assert training["resume_losses_equal"] and training["export_max_logit_difference"] < 1e-4
+    assert training["resume_max_loss_difference"] == training["resume_tolerance"] == 0.0  # CPU: bit for bit
+    assert training["export_max_logit_difference"] < 1e-4
     assert training["tokens_per_s_per_gpu"] > 0 and training["lm_eval"]["acc_norm"] is not None
     assert (training["layer_spec"], training["attention"], training["sdpa_kernel"], training["dtype"]) == (
         "local", "sdpa", "flash", "float32")
     assert training["micro_batch_size"] == 2 and training["peak_flops_measured"] > 0 and training["mfu_measured_peak"] > 0
+    # scaling: bench.pretrain on 1 rank and, under torchrun, on 2 gloo ranks, the same work per rank
+    scaling = report["scaling"]
+    assert [(r["gpus"], r["nodes"], r["global_batch"]) for r in scaling["runs"]] == [(1, 1, 2), (2, 1, 4)]
+    assert all(r["tokens_per_s_per_device"] > 0 and r["efficiency"] > 0 for r in scaling["runs"])
+    assert [r["overlap_grad_reduce"] for r in scaling["runs"]] == [False, True]
+    assert scaling["micro_batch"] == 2 and scaling["micro_batches_per_gpu"] == 1
 
     config = load_experiment(path)
     on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
@@ -47,9 +55,12 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
     lab = report["labeler"]
     assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
         lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
-    assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (
-        training["tokens_per_s_per_gpu"],
-        "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2)")
+    assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (  # the widest scaling run's rate: communication included
+        scaling["runs"][-1]["tokens_per_s_per_device"],
+        "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2), "
+        "2 GPUs on 1 node(s)")
+    one_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "scaling": {"runs": []}}, vocab_size=2000)
+    assert one_gpu["training_tokens_per_gpu_s"]["tiny"][0] == training["tokens_per_s_per_gpu"]
     # a ladder's other rungs at the preflight's MFU: tokens/s scaled by FLOPs per token
     raw = yaml.safe_load(path.read_text())
     raw["pretrain"] = {"training": raw["pretrain"]["training"],
@@ -61,4 +72,23 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
 
     ratio = (ModelConfig.model_validate(named_model("tiny")).flops_per_token(2000)
              / ModelConfig.model_validate(named_model("nano")).flops_per_token(2000))
-    assert nano == pytest.approx(training["tokens_per_s_per_gpu"] * ratio)
+    assert nano == pytest.approx(scaling["runs"][-1]["tokens_per_s_per_device"] * ratio)
+
+
+def test_transformer_engine_outside_megatron_core_s_range_fails_its_check(monkeypatch):
+    """megatron-core 0.16.1 declares transformer-engine >=2.9.0a0,<2.12.0: a container's 2.10 build
+    passes, an older one is named with what to do."""
+    import importlib.metadata
+    import sys
+    import types
+
+    from bench.preflight import transformer_engine_check
+
+    monkeypatch.setitem(sys.modules, "transformer_engine", types.ModuleType("transformer_engine"))
+    real = importlib.metadata.version
+    for installed, ok in (("2.10.0+769ed778", True), ("2.1.0", False)):
+        monkeypatch.setattr(importlib.metadata, "version",
+                            lambda name, v=installed: v if name == "transformer-engine" else real(name))
+        result = transformer_engine_check()
+        assert result["ok"] is ok and result["detail"].startswith(f"{installed}; megatron-core 0.16.1 supports")
+        assert ok or "container whose Transformer Engine megatron-core supports" in result["fix"]

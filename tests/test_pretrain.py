@@ -148,17 +148,27 @@ def test_the_gpu_fusions_give_the_unfused_model():
 
 def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
     """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
-    `sdpa` and follows the run that never switched to fp32 rounding."""
+    `sdpa` and follows the run that never switched to fp32 rounding. Beside a run of its rung that
+    ran other kernels, a run refuses to start."""
     from pretrain.train import train
 
-    whole = train(experiment(corpus_root, attention="sdpa"), "a", seed=3)
-    switched = train(experiment(corpus_root, attention="unfused"), "b", seed=3, stop_at=10)
+    def rung(name: str, attention: str) -> ExperimentConfig:  # a rung of its own: its runs are these alone
+        raw = pretrain_experiment(corpus_root, {"attention": attention})
+        raw["pretrain"] = {"training": raw["pretrain"]["training"],
+                           "ladder": [{"name": name, "model": PRETRAIN_MODEL, "seeds": [3]}]}
+        return ExperimentConfig.model_validate(raw)
+
+    switched = train(rung("switch", "unfused"), "b", seed=3, stop_at=10)
     assert json.loads((switched / "run.json").read_text())["attention"] == "unfused"
-    train(experiment(corpus_root, attention="sdpa"), "b", seed=3)
+    train(rung("switch", "sdpa"), "b", seed=3)
+    whole = train(rung("switch", "sdpa"), "a", seed=3)
     run = json.loads((switched / "run.json").read_text())
     assert run["attention"] == "sdpa" and run["layer_spec"] == "local" and run["sdpa_kernel"] == "flash"
     assert run["dtype"] == "float32" and run["device"] == "cpu" and run["micro_batch_size"] == 2
     assert np.allclose(losses(switched), losses(whole), atol=1e-4)
+    with pytest.raises(SystemExit, match=r"would run attention 'unfused' where train/a/switch/seed3 ran attention "
+                                         r"'sdpa'; every run of a rung must run the same kernels"):
+        train(rung("switch", "unfused"), "a", seed=4)
 
 
 def test_transformer_engine_is_refused_where_it_cannot_run():
@@ -211,28 +221,139 @@ def test_missing_dataset_fails_clearly(tmp_path):
         build_dataset(experiment(tmp_path), "a", 1, tmp_path / "cache")
 
 
+# pretrain.train under torchrun: megatron DDP's gradient buckets made small enough that the tiny
+# test model has several (its default is 40M parameters a bucket: one bucket here), and arm a
+# trained without overlap (arm b, the same data, with it)
+SMALL_BUCKETS = """
+import functools, sys
+
+import megatron.core.distributed as distributed
+
+distributed.DistributedDataParallelConfig = functools.partial(distributed.DistributedDataParallelConfig, bucket_size=3000)
+import pretrain.train
+
+train = pretrain.train.train
+
+
+def arm_a_without_overlap(config, arm, *args, **kwargs):
+    if arm == "a":
+        training = config.pretrain.training.model_copy(update={"overlap_grad_reduce": False, "overlap_param_gather": False})
+        config = config.model_copy(update={"pretrain": config.pretrain.model_copy(update={"training": training})})
+    return train(config, arm, *args, **kwargs)
+
+
+pretrain.train.train = arm_a_without_overlap
+if __name__ == "__main__":
+    sys.exit(pretrain.train.main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.slow
-def test_two_data_parallel_ranks_train_like_one(corpus_root, tmp_path):
+def test_two_data_parallel_ranks_train_like_one_with_and_without_overlap(corpus_root, tmp_path):
     """torchrun with 2 CPU ranks (gloo, megatron DDP): each rank takes half of every global
-    batch, gradients are averaged, and the loss curve is the single-process one."""
+    batch, gradients are averaged, and the loss curve is the single-process one. Overlapping the
+    gradient all-reduce with the backward pass (several buckets, each reduced once per step after
+    its last micro-batch) gives the very losses of reducing after the backward pass."""
     import subprocess
     import sys
     from pathlib import Path
 
     from pretrain.train import train
 
-    config = experiment(corpus_root)
-    single = train(config, "a", seed=2)
+    raw = pretrain_experiment(corpus_root)
+    raw["pretrain"] = {"training": raw["pretrain"]["training"],
+                       "ladder": [{"name": "single", "model": PRETRAIN_MODEL, "seeds": [2]}]}
+    single = train(ExperimentConfig.model_validate(raw), "a", seed=2)
     path = tmp_path / "exp.yaml"
     raw = pretrain_experiment(corpus_root)
     raw["pretrain"]["seeds"] = [1, 2]
     path.write_text(json.dumps(raw))
+    (tmp_path / "small_buckets.py").write_text(SMALL_BUCKETS)
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "pretrain.train", str(path),
-                           "--arm", "b", "--seed", "2"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", str(tmp_path / "small_buckets.py"),
+                           str(path), "--seed", "2"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "common state dict differs" not in done.stderr
-    assert np.allclose(losses(config.run_dir("b", 2)), losses(single), atol=1e-5)
+    config = experiment(corpus_root)
+    synced, overlapped = (config.run_dir(arm, 2) for arm in ("a", "b"))
+    assert json.loads((overlapped / "run.json").read_text())["overlap_grad_reduce"] is True
+    assert json.loads((synced / "run.json").read_text())["overlap_grad_reduce"] is False
+    assert json.loads((single / "run.json").read_text())["overlap_grad_reduce"] is False  # one rank: nothing to hide
+    assert losses(overlapped) == losses(synced)
+    assert np.allclose(losses(overlapped), losses(single), atol=1e-5)
+
+
+def test_the_step_time_covers_the_device_s_work(corpus_root, monkeypatch):
+    """The logged step time is read after the device has finished the step (optimizer included):
+    a device that takes 0.2 s to catch up shows in every step's seconds."""
+    import time
+
+    from pretrain.platform import Platform
+    from pretrain.train import train
+
+    monkeypatch.setattr(Platform, "synchronize", lambda self: time.sleep(0.2))
+    run_dir = train(experiment(corpus_root, checkpoint_every=1000), "a", seed=5, stop_at=3, checkpoints=False)
+    seconds = [json.loads(line)["seconds"] for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    assert len(seconds) == 3 and min(seconds) >= 0.2
+
+
+# what the job script calls of Slurm, here: srun runs its command (options dropped), scontrol
+# names this machine and writes down what else it was asked
+FAKE_SLURM = {"srun": '#!/usr/bin/env bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
+              "scontrol": '#!/usr/bin/env bash\necho "$@" >> "$FAKE_SCONTROL_LOG"\n'
+                          'if [ "$1" = show ]; then echo localhost; fi\n'}
+
+
+@pytest.mark.slow
+def test_the_time_limit_signal_saves_a_checkpoint_before_the_job_requeues(corpus_root, tmp_path):
+    """The training job script (pretrain.submit), run by bash with a fake srun and scontrol: USR1
+    (Slurm's 5-minute warning) makes the loop save the step it is in, off the checkpoint schedule
+    and without an export for evaluation, and stop; then the job requeues itself. The requeued run
+    resumes from that step with the losses of an uninterrupted run."""
+    import os
+    import random
+    import signal
+    import stat
+    import subprocess
+    import sys
+    import time
+
+    from pretrain.checkpoint import latest_checkpoint
+    from pretrain.submit import training_job
+    from pretrain.train import STOP_REQUEST, train
+    from slurm.jobs import write_job
+
+    raw = pretrain_experiment(corpus_root, executor={"env_command": f"source {sys.prefix}/bin/activate"})
+    raw["pretrain"]["seeds"] = [6]
+    raw["pretrain"]["slurm"] = {"gpus_per_node": 1}
+    config = ExperimentConfig.model_validate(raw)
+    (tmp_path / "exp.json").write_text(json.dumps(raw))
+    whole = train(config, "a", seed=6)
+    script = write_job(training_job(config, str(tmp_path / "exp.json"), "b", 6), config, tmp_path / "train.sbatch")
+    (tmp_path / "bin").mkdir()
+    for name, text in FAKE_SLURM.items():
+        (tmp_path / "bin" / name).write_text(text)
+        (tmp_path / "bin" / name).chmod(stat.S_IRWXU)
+    job_id = str(random.randrange(1000, 20000))  # the script's rendezvous port: 20000 + id % 20000
+    env = os.environ | {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURM_JOB_ID": job_id, "SLURM_NNODES": "1",
+                        "SLURM_JOB_NODELIST": "localhost", "FAKE_SCONTROL_LOG": str(tmp_path / "scontrol.log")}
+    run_dir = config.run_dir("b", 6)
+    with open(tmp_path / "job.out", "w") as out:
+        job = subprocess.Popen(["bash", str(script)], env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 300
+        while not (run_dir / "run.json").is_file() and job.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        job.send_signal(signal.SIGUSR1)
+        assert job.wait(timeout=300) == 0, (tmp_path / "job.out").read_text()[-3000:]
+    assert f"requeue {job_id}" in (tmp_path / "scontrol.log").read_text().splitlines()
+    assert "time limit near: saving a checkpoint, then requeueing" in (tmp_path / "job.out").read_text()
+    steps, _ = config.training_steps()
+    saved = int(latest_checkpoint(run_dir).name.removeprefix("step_"))
+    assert 0 < saved < steps and not (run_dir / STOP_REQUEST).exists()
+    assert sorted(p.name for p in (run_dir / "hf").glob("step_*")) == [f"step_{s:07d}" for s in range(10, saved + 1, 10)]
+
+    train(config, "b", seed=6)  # the requeued job
+    assert losses(run_dir) == losses(whole)
 
 
 # SIGKILL to the training process at one of two moments: between checkpoints (mid step 15), or

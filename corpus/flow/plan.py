@@ -223,7 +223,8 @@ def labeler_pages(measured: dict, piloted: bool) -> tuple[float, float]:
 
 def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflight: dict | None) -> dict:
     """Per rung, training tokens/s per GPU and where it comes from: a GPU preflight's measured rate
-    (for its model; another rung's at the same MFU, scaled by FLOPs per token), else the config's MFU."""
+    (on the most GPUs its scaling ran on, else one; for its model; another rung's at the same MFU,
+    scaled by FLOPs per token), else the config's MFU."""
     out, p = {}, config.plan
     for rung in config.pretrain.ladder:
         flops = rung.model.flops_per_token(vocab_size)
@@ -233,14 +234,19 @@ def training_tokens_per_gpu_s(config: ExperimentConfig, vocab_size: int, preflig
                             if t.get(key))
             measured = ModelConfig.model_validate(t["model"]).flops_per_token(vocab_size)
             source = f"preflight on {preflight['gpu']}" + (f" ({ran})" if ran else "")
+            rate = t["tokens_per_s_per_gpu"]
+            # the most GPUs the preflight's scaling ran on: communication included, as in the jobs
+            if widest := [r for r in preflight.get("scaling", {}).get("runs", []) if "error" not in r][-1:]:
+                rate = widest[0]["tokens_per_s_per_device"]
+                source += f", {widest[0]['gpus']} GPUs on {widest[0]['nodes']} node(s)"
             if measured == flops:
-                out[rung.name] = (t["tokens_per_s_per_gpu"], source)
+                out[rung.name] = (rate, source)
             else:
-                out[rung.name] = (t["tokens_per_s_per_gpu"] * measured / flops,
-                                  source + ", scaled from its model by FLOPs per token at the same MFU")
+                out[rung.name] = (rate * measured / flops, source + ", scaled from its model by FLOPs per token at the same MFU")
         else:
             out[rung.name] = (p.training_mfu * p.gpu_peak_flops / flops,
-                              f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} FLOPs/token")
+                              f"config: MFU {p.training_mfu:.0%} of {p.gpu_peak_flops:.3g} FLOP/s at {flops:.3g} "
+                              "FLOPs/token (causal attention)")
     return out
 
 
