@@ -84,6 +84,7 @@ def bench_pages(count: int, max_pages_per_set: int, seed: int = 0) -> tuple[list
 
 
 def build_labeler_model(arch: str, prompts: list[str], out: Path, dtype: str) -> Path:
+    import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from corpus.extractors.dripper.random_model import ANSWER_SAMPLE, answer_tokenizer, steer_to_answer_tokens
@@ -94,8 +95,10 @@ def build_labeler_model(arch: str, prompts: list[str], out: Path, dtype: str) ->
     config = AutoConfig.for_model(**shape, tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
                                   pad_token_id=tokenizer.pad_token_id, bos_token_id=None, torch_dtype=dtype)
     model = AutoModelForCausalLM.from_config(config)
-    steer_to_answer_tokens(model, tokenizer)
-    model.save_pretrained(out)
+    if torch.cuda.is_available():  # the steering's calibration runs the model on a few prompts
+        model = model.to("cuda", torch.bfloat16)
+    steer_to_answer_tokens(model, tokenizer, prompts[:6])
+    model.to("cpu").save_pretrained(out)
     return out
 
 

@@ -10,7 +10,9 @@
    offline).
 2. The labeler: the configured Dripper model in vLLM on `--pages` pages (from `--page-file`, the
    shared annotated sets, or generated pages): pages/s per GPU, prompt and answer tokens per page,
-   fallbacks.
+   forward passes per answer, fallbacks; with the config's draft (`labeler.draft_model`), the
+   speculative labeler on the same pages too: its pages/s, the share of drafted labels the model
+   kept (the real acceptance) and the pages whose labels differ from plain decoding's.
 3. Training: `--steps` steps of the configured model (a ladder's target rung; the configured
    `pretrain.training.attention`; megatron's distributed optimizer on GPU) on random tokens; a run
    stopped at half way and resumed from its checkpoint must log the losses of the uninterrupted one
@@ -90,6 +92,8 @@ def environment(config: ExperimentConfig) -> list[dict]:
             ok, detail = model_available(arm.labeler.model)
             checks.append(check(f"labeler model ({name})", ok, detail,
                                 f"huggingface-cli download {arm.labeler.model} (on a node with network)"))
+            if getattr(arm.labeler, "drafted", False):
+                checks.append(draft_check(name, arm.labeler.draft_model))
     checks += reference_checks(config)
     if config.evaluation:
         if config.evaluation.tasks == "offline":
@@ -118,6 +122,17 @@ def transformer_engine_check() -> dict:
     ok = supported is None or supported.contains(installed, prereleases=True)
     return check("Transformer Engine", ok, f"{installed}; megatron-core {version('megatron-core')} supports {supported}",
                  "take a container whose Transformer Engine megatron-core supports (README: Transformer Engine)")
+
+
+def draft_check(arm: str, folder: str) -> dict:
+    """The speculative labeler's draft model: a block classifier of mineru-html's blocks."""
+    from corpus.extractors.dripper.labelers.draft import DRAFT_MODEL_HINT, BlockDraft
+
+    try:
+        BlockDraft(folder)
+    except Exception as e:  # missing folder, a page model, a stale one: the message says which
+        return check(f"draft model ({arm})", False, f"{folder}: {e}"[:300], DRAFT_MODEL_HINT)
+    return check(f"draft model ({arm})", True, f"folder {folder}")
 
 
 def reference_checks(config: ExperimentConfig) -> list[dict]:
@@ -186,9 +201,12 @@ def preflight_pages(count: int, page_file: Path | None, real_pages: bool) -> lis
 
 
 def measure_labeler(labeler_config, pages: list[str]) -> dict:
+    """The labeler as the Dripper step runs it, on `pages`: plain greedy decoding, and where the
+    config drafts (`labeler.draft`), the speculative labeler on the same pages beside it, with the
+    share of drafted labels the model kept (its true acceptance, with real weights) and the pages
+    whose labels differ from plain decoding's (0 but for a bf16 tie to the last bit)."""
     from corpus.extractors.dripper.labelers import BlockPage
     from corpus.extractors.dripper.step import simplify_page
-    from corpus.shims import shut_down_engine
 
     blocks = []
     for html in pages:
@@ -198,6 +216,25 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
             continue
         if ids:
             blocks.append(BlockPage(simplified, ids))
+    plain_config = labeler_config.model_copy(update={"draft": "none"}) if labeler_config.drafted else labeler_config
+    result, plain = _labeler_run(plain_config, blocks)
+    result |= {"pages": len(pages), "model": labeler_config.model, "engine_kwargs": labeler_config.engine_kwargs,
+               "fallbacks": result["fallbacks"] | {"not_simplified": len(pages) - len(blocks)}}
+    if labeler_config.drafted:
+        drafted, results = _labeler_run(labeler_config, blocks)
+        kept = [(r.draft, r.labels) for r in results if r.draft is not None]
+        drafted["draft_tokens"] = labeler_config.draft_tokens
+        drafted["draft_agreement"] = (sum(d[i] == labels[i] for d, labels in kept for i in d)
+                                      / max(sum(len(d) for d, _ in kept), 1))
+        drafted["pages_differing_from_plain"] = sum((a.labels, a.error) != (b.labels, b.error)
+                                                    for a, b in zip(plain, results, strict=True))
+        result["drafted"] = drafted
+    return result
+
+
+def _labeler_run(labeler_config, blocks: list) -> tuple[dict, list]:
+    from corpus.shims import shut_down_engine
+
     started = time.perf_counter()
     labeler = labeler_config.build()
     engine_seconds = time.perf_counter() - started
@@ -207,16 +244,17 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
     work = [labeler.work(b, r) for b, r in zip(blocks, results, strict=True)]  # what the Dripper step counts
     prompt = [p for p, _ in work]
     answers = [a for (_, a), r in zip(work, results, strict=True) if r.ok]
+    passes = [r.answer_passes for r in results if r.ok and r.answer_passes is not None]
     shut_down_engine(labeler)
     errors: dict[str, int] = {}
     for r in results:
         if not r.ok:
             errors[r.error] = errors.get(r.error, 0) + 1
-    return {"pages": len(pages), "sent": len(blocks), "labelled": sum(r.ok for r in results), "seconds": seconds,
+    return {"sent": len(blocks), "labelled": sum(r.ok for r in results), "seconds": seconds,
             "engine_start_seconds": engine_seconds, "pages_per_s_per_gpu": len(blocks) / seconds if seconds else None,
             "prompt_tokens_per_page": statistics.fmean(prompt) if prompt else None,
             "answer_tokens_per_page": statistics.fmean(answers) if answers else None,
-            "fallbacks": errors | {"not_simplified": len(pages) - len(blocks)}}
+            "answer_passes_per_page": statistics.fmean(passes) if passes else None, "fallbacks": errors}, results
 
 
 def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
@@ -230,9 +268,9 @@ def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
     from corpus.extractors.dripper.random_model import build_random_model
 
     model = build_random_model(out / "random-labeler", seed=0, max_positions=4096)
-    # the random model spells its answer one character per token: room for that
+    draft = arm.labeler.draft_model if arm.labeler.drafted and Path(arm.labeler.draft_model).is_dir() else None
     return VllmLabelerConfig(kind="vllm", model=str(model), max_context_tokens=2048, max_output_tokens=1024,
-                             answer_margin_tokens=512, gpu_memory_utilization=0.3)
+                             gpu_memory_utilization=0.3, draft_model=draft, draft_tokens=arm.labeler.draft_tokens)
 
 
 # ---------------------------------------------------------------- training, export, lm-eval
@@ -490,6 +528,12 @@ def print_report(report: dict, path: Path) -> None:
         lab = report["labeler"]
         print(f"labeler: {lab['pages_per_s_per_gpu'] or 0:.2f} pages/s per GPU, {lab['prompt_tokens_per_page'] or 0:,.0f} prompt "
               f"and {lab['answer_tokens_per_page'] or 0:,.0f} answer tokens per page, fallbacks {lab['fallbacks']}")
+        if "drafted" in lab:
+            d = lab["drafted"]
+            print(f"labeler with its draft: {d['pages_per_s_per_gpu'] or 0:.2f} pages/s per GPU, "
+                  f"{d['answer_passes_per_page'] or 0:.1f} forward passes an answer "
+                  f"(plain: {lab['answer_passes_per_page'] or 0:.1f}), "
+                  f"{d['draft_agreement']:.1%} of drafted labels kept, {d['pages_differing_from_plain']} pages differ from plain")
     if "training" in report:
         t = report["training"]
         mfu = f", MFU {t['mfu']:.1%} of the spec sheet (causal-attention FLOPs)" if t["mfu"] else ""

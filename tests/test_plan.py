@@ -117,8 +117,8 @@ def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_pat
                                       "cpu_seconds": {"extraction": 4.0, "postprocess": 10.0},
                                       "bytes": {"extracted": 200, "intermediate": 300, "removed": 50, "post_processed": 100}}}}
     r = rates(config, pilot, None, vocab_size=1000)
-    assert r["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (3.08 * 6960,
-                                                                        "config (plan.labeler_prompt_tokens_per_gpu_s)")
+    assert r["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
+        3.08 * 6960, "assumed: plan.labeler_prompt_tokens_per_gpu_s, the paper's A100 rate")
     assert r["arms"]["dripper"]["labeler_prompt_tokens_per_page"] == (6960, "config (plan.labeler_prompt_tokens_per_page)")
     assert r["arms"]["trafilatura"]["extraction_pages_per_core_s"] == (50.0, "pilot (generated pages)")  # 200 records / 4 s
     stages = {(s["stage"], s["arm"]): s for s in costs(config, pilot, r, input_files=1000, vocab_size=1000)["stages"]}
@@ -226,3 +226,20 @@ def test_a_pilot_on_real_pages_gives_real_page_rates_and_the_labelers_prompt_tok
     assert line["gpu_hours_without_prefilter"] > line["gpu_hours"] > 0
     printed = capsys.readouterr().out
     assert "dripper labeler:" in printed and "without the language pre-filter" in printed and "generated" not in printed
+
+
+def test_a_drafted_labeler_is_priced_at_its_measured_rate_and_says_which_rate_it_is(tmp_path):
+    from corpus.flow.plan import labeler_rates
+
+    raw = experiment(tmp_path / "out", 1_000_000)
+    raw["arms"] = {"dripper": {"extractor": "dripper", "labeler": {"kind": "vllm", "draft_model": "/cluster/models/draft"}}}
+    config = load_experiment(write(tmp_path / "exp.yaml", raw))
+    assert config.arms["dripper"].labeler.drafted  # a cluster path need not exist where the run is planned
+    plain = {"pages_per_s_per_gpu": 10.0, "prompt_tokens_per_page": 7000.0, "model": "m"}
+    preflight = {"gpu": "NVIDIA H100", "labeler": plain | {"drafted": {"pages_per_s_per_gpu": 30.0}}}
+    assert labeler_rates(config, "dripper", {"arms": {}}, preflight)["labeler_prompt_tokens_per_gpu_s"] == (
+        210_000.0, "measured: preflight on NVIDIA H100, m, with its draft")
+    assert labeler_rates(config, "dripper", {"arms": {}}, {"gpu": "NVIDIA H100", "labeler": plain})["labeler_prompt_tokens_per_gpu_s"] == (
+        70_000.0, "measured: preflight on NVIDIA H100, m, plain decoding; the draft's rate not measured, so not in it")
+    assert labeler_rates(config, "dripper", {"arms": {}}, None)["labeler_prompt_tokens_per_gpu_s"] == (
+        3.08 * 6960, "assumed: plan.labeler_prompt_tokens_per_gpu_s, the paper's A100 rate; the draft's speed-up not in it")

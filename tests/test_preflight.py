@@ -49,12 +49,13 @@ def test_preflight_runs_every_path_on_cpu_and_the_plan_reads_its_json(tmp_path):
 
     config = load_experiment(path)
     on_cpu = rates(config, {"arms": {}}, report, vocab_size=2000)
-    assert on_cpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"][1].startswith("config")
+    assert on_cpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"][1].startswith("assumed")
     assert on_cpu["training_tokens_per_gpu_s"]["tiny"][1].startswith("config")
     on_gpu = rates(config, {"arms": {}}, report | {"gpu": "NVIDIA H200", "device": "cuda"}, vocab_size=2000)
     lab = report["labeler"]
     assert on_gpu["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
-        lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], "preflight on NVIDIA H200")
+        lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"], f"measured: preflight on NVIDIA H200, {lab['model']}, "
+        "plain decoding")
     assert on_gpu["training_tokens_per_gpu_s"]["tiny"] == (  # the widest scaling run's rate: communication included
         scaling["runs"][-1]["tokens_per_s_per_device"],
         "preflight on NVIDIA H200 (layer_spec local, attention sdpa, sdpa_kernel flash, micro_batch_size 2), "

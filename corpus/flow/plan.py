@@ -201,14 +201,21 @@ def labeler_rates(config: ExperimentConfig, arm: str, pilot: dict, preflight: di
     else:
         out["labeler_prompt_tokens_per_page"] = (config.plan.labeler_prompt_tokens_per_page,
                                                  "config (plan.labeler_prompt_tokens_per_page)")
-    if config.arms[arm].labeler.kind != "encoder":
+    labeler = config.arms[arm].labeler
+    if labeler.kind != "encoder":
         lab = (preflight or {}).get("labeler", {})
-        if lab.get("pages_per_s_per_gpu") and lab.get("prompt_tokens_per_page"):
-            out["labeler_prompt_tokens_per_gpu_s"] = (lab["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"],
-                                                      f"preflight on {preflight['gpu']}")
+        drafted = getattr(labeler, "drafted", False)
+        run, how = (lab["drafted"], "with its draft") if drafted and lab.get("drafted") else (
+            lab, "plain decoding; the draft's rate not measured, so not in it" if drafted else "plain decoding")
+        if run.get("pages_per_s_per_gpu") and lab.get("prompt_tokens_per_page"):
+            out["labeler_prompt_tokens_per_gpu_s"] = (run["pages_per_s_per_gpu"] * lab["prompt_tokens_per_page"],
+                                                      f"measured: preflight on {preflight['gpu']}, {lab.get('model')}, {how}")
         else:
-            out["labeler_prompt_tokens_per_gpu_s"] = (config.plan.labeler_prompt_tokens_per_gpu_s,
-                                                      "config (plan.labeler_prompt_tokens_per_gpu_s)")
+            rate = config.plan.labeler_prompt_tokens_per_gpu_s
+            paper = rate == type(config.plan).model_fields["labeler_prompt_tokens_per_gpu_s"].default
+            out["labeler_prompt_tokens_per_gpu_s"] = (rate, "assumed: plan.labeler_prompt_tokens_per_gpu_s"
+                                                      + (", the paper's A100 rate" if paper else "")
+                                                      + ("; the draft's speed-up not in it" if drafted else ""))
     return out
 
 

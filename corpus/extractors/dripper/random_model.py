@@ -43,14 +43,19 @@ def _training_text(seed: int) -> list[str]:
 ANSWER_SAMPLE = "<answer>" + "".join(f"{i}main{i + 1}other" for i in range(1, 400, 2)) + "</answer>"
 
 
-def steer_to_answer_tokens(model, tokenizer, margin: float = 4.0) -> None:
+def steer_to_answer_tokens(model, tokenizer, prompts: list[str], margin: float = 4.0, spread: float = 3.0) -> None:
     """Random weights that answer in canonical tokens, with page-dependent labels (in place; any
-    Llama-shaped Hugging Face decoder: Qwen3, HunYuan). Hidden unit 1 carries a constant (every
-    embedding's unit 1 is 1, and no attention or MLP output writes to it); the final norm keeps
-    units 0 and 1 only; the (untied) output layer gives the answer's canonical tokens `margin` times
-    unit 1, so the regex's choice among them is always one of them, and `main`/`other` plus and
-    minus unit 0, so the label is the sign of unit 0: the context's, through every layer. The norm
-    scales unit 1 down so that logits stay near 1: in bf16 a label's margin then survives rounding."""
+    Llama-shaped Hugging Face decoder: Qwen3, HunYuan).
+
+    Hidden unit 1 carries a constant (every embedding's unit 1 is 1, and no attention or MLP output
+    writes to it), which the (untied) output layer turns into `margin` for each of the answer's
+    canonical tokens and nothing for any other token: the regex's choice is always a canonical
+    token. `main` and `other` add plus and minus the last hidden state's projection on the direction
+    along which it varies most at the label positions of `prompts` (answered with alternating
+    labels), centred on its median there and scaled to a standard deviation of `spread`: about half
+    the labels are main, they change from page to page and block to block, and two labels' logits
+    are rarely close. The attention outputs are scaled up so that the hidden state is the
+    context's more than the current token's."""
     import torch
 
     preferred = set(tokenizer.encode(ANSWER_SAMPLE, add_special_tokens=False))
@@ -60,14 +65,52 @@ def steer_to_answer_tokens(model, tokenizer, margin: float = 4.0) -> None:
     with torch.no_grad():
         inner.embed_tokens.weight[:, 1] = 1.0
         for layer in inner.layers:
+            layer.self_attn.o_proj.weight.mul_(10.0)
             layer.self_attn.o_proj.weight[1, :] = 0
             layer.mlp.down_proj.weight[1, :] = 0
-        inner.norm.weight.zero_()
-        inner.norm.weight[0], inner.norm.weight[1] = 1.0, 0.1
+        inner.norm.weight.fill_(1.0)
+        states = torch.cat([_label_states(model, tokenizer, prompt) for prompt in prompts]).float()
+        states[:, 1] = 0
+        centred = states - states.mean(0)
+        direction = torch.linalg.svd(centred, full_matrices=False).Vh[0]
+        projection = states @ direction
+        direction *= spread / projection.std()
+        offset = (projection * spread / projection.std()).median()
+        unit = states.new_tensor(0.0) + _unit_one(model, tokenizer, prompts[0])
         head = model.lm_head.weight
         head.zero_()
-        head[sorted(preferred), 1] = margin
-        head[main, 0], head[other, 0] = 1.0, -1.0
+        head[sorted(preferred), 1] = margin / unit
+        head[main] += direction.to(head.dtype)
+        head[other] -= direction.to(head.dtype)
+        head[main, 1] -= offset / unit
+        head[other, 1] += offset / unit
+
+
+def _answered(tokenizer, prompt: str) -> tuple[list[int], list[int]]:
+    """The chat-templated prompt answered with alternating labels, and where each label is predicted."""
+    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    ids = tokenizer.encode(text + "<answer>", add_special_tokens=False)
+    positions = []
+    for i in range(1, 41):
+        ids += tokenizer.encode(str(i), add_special_tokens=False)
+        positions.append(len(ids) - 1)
+        ids += tokenizer.encode("main" if i % 2 else "other", add_special_tokens=False)
+    return ids, positions
+
+
+def _label_states(model, tokenizer, prompt: str):
+    """The last hidden state (after the final norm) where the model writes a label."""
+    import torch
+
+    ids, positions = _answered(tokenizer, prompt)
+    out = model(torch.tensor([ids], device=model.device), output_hidden_states=True)
+    return out.hidden_states[-1][0, positions]
+
+
+def _unit_one(model, tokenizer, prompt: str) -> float:
+    """Unit 1 of the last hidden state at the label positions (nearly constant: the norm of a
+    residual stream whose unit 1 is 1)."""
+    return float(_label_states(model, tokenizer, prompt)[:, 1].float().mean())
 
 
 def answer_tokenizer(texts, vocab_size: int):
@@ -105,7 +148,7 @@ def build_random_model(out: Path, seed: int = 0, vocab_size: int = 1024, max_pos
         bos_token_id=None, torch_dtype="float32",
     )
     model = Qwen3ForCausalLM(config)
-    steer_to_answer_tokens(model, tokenizer)
+    steer_to_answer_tokens(model, tokenizer, _training_text(seed + 1)[:6])
     model.save_pretrained(out)
     return out
 
