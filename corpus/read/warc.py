@@ -263,6 +263,7 @@ class AccountedWarcReader(WarcReader):
         self.on_corrupt = on_corrupt
         self.retries = retries
         self.files_log = get_datafolder(files_log) if files_log else None
+        self.local = isinstance(self.data_folder.fs, LocalFileSystem)  # a stat is the truth; a remote listing may not be
         self.expected: dict[str, dict] = {}  # the manifest's entries, by path: loaded by the task
         self.files: dict[str, dict] = {}  # this task's per-file records, by path
         self.rank = 0
@@ -315,7 +316,7 @@ class AccountedWarcReader(WarcReader):
         """The sha256 of a local file not read whole, beside its size and modification time: a good
         copy put back with the same size and time (`cp -p`, `rsync -t`) is then told from it. (A
         remote file's ETag already changes with its bytes; hashing it would fetch it again.)"""
-        if entry["seen"] is None or not isinstance(self.data_folder.fs, LocalFileSystem):
+        if entry["seen"] is None or not self.local:
             return
         with contextlib.suppress(OSError), self.data_folder.open(filepath, "rb") as f:
             entry["seen"]["sha256"] = stream_sha256(f)
@@ -419,6 +420,10 @@ class AccountedWarcReader(WarcReader):
             raise CorruptWarc("changed" if size else "truncated",
                               f"it is {size:,} bytes where the input list records {want:,}")
         entry["unverified"] = size is None and want is None
+        if want is not None and (size is None or not self.local):
+            # a remote size can come from a GET cut short (fsspec asks one where a HEAD fails): the list's
+            # holds, and bytes missing at the source show as short replies, retried, then named
+            return want
         return size if size is not None else want
 
     def _open_at(self, filepath: str, offset: int, size: int | None):
