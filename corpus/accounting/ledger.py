@@ -340,10 +340,11 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
             a, b = pair["arms"]
             console.print(f"records {level}: in both {pair['both']:,}, only {a} {pair[f'only_{a}']:,}, "
                           f"only {b} {pair[f'only_{b}']:,}")
-            for arm, n in pair.get("repeated", {}).items():
-                console.print(f"warning: {n:,} documents of {arm} {level} repeat a record id another of its documents "
-                              "has (the same WARC-Record-ID in several input files?): each copy is counted, and pairs "
-                              "with at most one copy in the other arm")
+        repeated = {arm: n for pair in pairs for arm, n in pair.get("repeated", {}).items()}
+        for arm, n in repeated.items():
+            console.print(f"warning: {n:,} documents of {arm} {level} repeat the record id of another of its documents "
+                          "(the same WARC-Record-ID in several input files?): the counts above count each copy, paired "
+                          "with at most one copy in the other arm")
 
 
 def main(argv: list[str] | None = None) -> int:

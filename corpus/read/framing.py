@@ -41,8 +41,8 @@ WHAT_TO_DO = {
     "missing": "Check the snapshot name or the paths file, or restore the file",
     "digest": "The record's bytes are not those its writer digested: fetch the file again (inputs.verify_digests: false "
               "reads records without checking their digests)",
-    "not_a_file": "It is a folder: list the WARC files in it (a glob such as FOLDER/*.warc.gz)",
-    "link_loop": "A symbolic link leads back to itself: point it at the file",
+    "not_a_file": "List the WARC files in it instead (a glob such as FOLDER/*.warc.gz)",
+    "link_loop": "Point the link at the file it stands for",
     "denied": "Check the file's permissions (or the credentials in inputs.storage_options)",
     "unreadable": "Check the file and the disk it is on",
 }
@@ -211,6 +211,7 @@ def _plain_records(source: Source) -> Iterator[tuple[int, int, bytes]]:
         if not head:
             return
         if not head.endswith(b"\r\n\r\n"):
+            _record_frame(head, start)  # bytes that begin no record are no record cut short
             raise _truncated(offset, start)
         length = _record_frame(head, start)[1]
         block = source.read(length)

@@ -182,7 +182,7 @@ def lasting_fault(error: BaseException) -> CorruptWarc | None:
         if isinstance(cause, IsADirectoryError):
             return CorruptWarc("not_a_file", "it is a folder, not a file")
         if isinstance(cause, OSError) and cause.errno == errno.ELOOP:
-            return CorruptWarc("link_loop", "it is a symbolic link that leads back to itself (too many levels of links)")
+            return CorruptWarc("link_loop", "a symbolic link that leads back to itself")
         if isinstance(cause, PermissionError) or status in (401, 403):
             return CorruptWarc("denied", f"access denied ({why(error)})")
     return CorruptWarc("unreadable", f"it cannot be read ({why(error)})") if isinstance(error, OSError) else None
