@@ -281,10 +281,10 @@ def check_digest(data: bytes, start: int) -> bool:
     fields = {name.lower(): value for name, value in _HEADER_FIELD.findall(data[:head])}
     if fields.get(b"warc-type") != b"response":
         return False
-    block = data[head:head + length]
+    block = memoryview(data)[head:head + length]  # hashed in place: a block may be megabytes
     if value := fields.get(b"warc-block-digest"):
         name, covered = "WARC-Block-Digest", block
-    elif (value := fields.get(b"warc-payload-digest")) and (end := block.find(b"\r\n\r\n")) >= 0 \
+    elif (value := fields.get(b"warc-payload-digest")) and (end := data.find(b"\r\n\r\n", head, head + length) - head) >= 0 \
             and not _TRANSFER_ENCODING.search(block[:end]):
         name, covered = "WARC-Payload-Digest", block[end + 4:]
     else:
