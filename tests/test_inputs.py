@@ -1,6 +1,7 @@
 import base64
 import gzip
 import hashlib
+import io
 import json
 import os
 import random
@@ -36,6 +37,7 @@ from corpus.read.warc import (
 )
 from corpus.sample import read_gold
 from evaluation.markdown import ledger_text
+from slurm import console
 
 
 def fake_crawl(root, snapshot: str, n: int):
@@ -593,7 +595,7 @@ def test_a_symbolic_link_loop_is_named_as_one(tmp_path, sample_dir):
         "link_loop", "a symbolic link that leads back to itself")
 
 
-def test_a_remote_file_of_unknown_size_is_refused_or_read_as_not_verified(tmp_path, sample_dir, faulty_server):
+def test_a_remote_file_of_unknown_size_is_refused_or_read_as_not_verified(tmp_path, sample_dir, faulty_server, monkeypatch):
     """A server that gives no length (HEAD nor GET) and closes the connection at a record boundary:
     the run is refused, naming the file and both ways out; with `inputs.unknown_size: read` the
     records up to the close are read, and the ledger and the report's ledger section say the file's
@@ -607,7 +609,9 @@ def test_a_remote_file_of_unknown_size_is_refused_or_read_as_not_verified(tmp_pa
                                              r".*Give each file's size in inputs.manifest .*or set inputs.unknown_size: read"):
         run_corpus(remote_config(tmp_path / "refused", [url]), until="extract")
     config = remote_config(tmp_path / "out", [url], unknown_size="read")
+    monkeypatch.setattr(console, "TERMINAL", terminal := io.StringIO())
     [summary] = run_corpus(config, until="extract")
+    assert "completeness not verified: sample.warc.gz, see the ledger" in terminal.getvalue()  # the closing line
     assert summary["balanced"] and summary["records"] == response_records_before(sample_dir, cut)
     [entry] = read_input_files(config.arm_dir("a") / "logs" / INPUT_FILES)
     assert (entry["outcome"], entry["unverified"]) == (READ_WHOLE, True)
