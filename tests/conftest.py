@@ -121,14 +121,16 @@ def stub_server():
 
 class FaultyFiles(BaseHTTPRequestHandler):
     """Files of the server's folder, with Range requests (unless `ranges` is False: then every GET gets
-    the whole file, 200), and faults in the GETs of one file (`faulty`): `schedule` maps the n-th GET
-    of it (1-based) to a fault, `always` is the fault of every one. Faults: "503" (Slow Down), "drop"
+    the whole file, 200), and faults in the reads of one file (`faulty`): `schedule` maps the n-th
+    read of it (1-based; a ranged GET, or any GET where ranges are off: not fsspec's GET for a size
+    where a HEAD failed, which a loaded machine may add) to a fault, `always` is the fault of every
+    GET. Faults: "503" (Slow Down), "drop"
     (the connection closed halfway through the body), "stall" (no more bytes for `stall_s`, then
     closed), "empty206" (a 206 without Content-Length and no body), "416" (Range Not Satisfiable),
     "short" (a 206 with the first half of the range asked, its headers saying so), "404" (Not Found,
     though its HEAD found it). A file that is not there answers 404. With `sizeless`, no reply says
     a length (no Content-Length, no Content-Range, no Range requests: each GET streams the file whole
-    and the connection's close ends it). `starts`: the first byte each GET of the faulty file asked
+    and the connection's close ends it). `starts`: the first byte each read of the faulty file asked
     for; `requests`: its requests, HEADs included."""
 
     def do_HEAD(self):  # noqa: N802
@@ -152,9 +154,11 @@ class FaultyFiles(BaseHTTPRequestHandler):
         fault = None
         if path.name == server.faulty:
             server.requests += 1
-            if body:
+            if body and ("Range" in self.headers or not server.ranges or server.sizeless):
                 server.starts.append(start)
                 fault = server.always or server.schedule.get(len(server.starts))
+            elif body:
+                fault = server.always
         if fault == "404":
             self.send_error(404)
             return

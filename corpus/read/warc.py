@@ -263,7 +263,7 @@ class AccountedWarcReader(WarcReader):
         self.on_corrupt = on_corrupt
         self.retries = retries
         self.files_log = get_datafolder(files_log) if files_log else None
-        self.local = isinstance(self.data_folder.fs, LocalFileSystem)  # a stat is the truth; a remote listing may not be
+        self.local = isinstance(self.data_folder.fs, LocalFileSystem)
         self.expected: dict[str, dict] = {}  # the manifest's entries, by path: loaded by the task
         self.files: dict[str, dict] = {}  # this task's per-file records, by path
         self.rank = 0
@@ -420,10 +420,6 @@ class AccountedWarcReader(WarcReader):
             raise CorruptWarc("changed" if size else "truncated",
                               f"it is {size:,} bytes where the input list records {want:,}")
         entry["unverified"] = size is None and want is None
-        if want is not None and (size is None or not self.local):
-            # a remote size can come from a GET cut short (fsspec asks one where a HEAD fails): the list's
-            # holds, and bytes missing at the source show as short replies, retried, then named
-            return want
         return size if size is not None else want
 
     def _open_at(self, filepath: str, offset: int, size: int | None):
