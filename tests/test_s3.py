@@ -8,6 +8,7 @@ import socket
 
 import boto3
 import pytest
+from datatrove.io import DataFolder
 from moto.server import ThreadedMotoServer
 from s3fs import S3FileSystem
 
@@ -30,7 +31,8 @@ def s3_endpoint(monkeypatch):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    S3FileSystem.clear_instance_cache()  # fsspec keeps a filesystem per set of options: one of another server's
+    for cached in (S3FileSystem, DataFolder):  # fsspec keeps a filesystem per set of options: one of another server's
+        cached.clear_instance_cache()
     for name, value in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
