@@ -70,6 +70,12 @@ class InputsConfig(StrictModel):
     # a file that is not whole WARC records (truncated, a corrupt gzip member, not a WARC): `fail`
     # its task, or `skip` it, counted and named in the ledger
     on_corrupt: Literal["fail", "skip"] = "fail"
+    # check each response record's WARC-Block-Digest (else its WARC-Payload-Digest) where it carries
+    # one: a record whose bytes do not give it is damaged (named, and `on_corrupt` decides)
+    verify_digests: bool = True
+    # a remote file whose size neither its listing nor `manifest` gives: `refuse` the run, naming it,
+    # or `read` it to the first end of its stream, marked "completeness not verified" in the ledger
+    unknown_size: Literal["refuse", "read"] = "refuse"
     retries: ReadRetries = ReadRetries()
     read_timeout_s: float = Field(120.0, gt=0)  # a remote read that stalls this long fails (and is retried)
     # fsspec options of the input files' filesystem, e.g. {anon: true} or {profile: NAME} for s3://,

@@ -62,9 +62,11 @@ def package_set_sha256() -> str:
     return hashlib.sha256("\n".join(dists).encode()).hexdigest()
 
 
-# how input files are read, which changes no output (a file that cannot be read whole is named in the
-# ledger either way): switching them on a resumed run mixes nothing
-READING_ONLY = {"on_corrupt": True, "retries": True, "read_timeout_s": True}
+# how input files are read, which changes how no record becomes a document (a file that cannot be read
+# whole is named in the ledger; a damaged record is passed over or fails its task): switching them on a
+# resumed run mixes nothing
+READING_ONLY = {"on_corrupt": True, "retries": True, "read_timeout_s": True, "verify_digests": True,
+                "unknown_size": True}
 
 
 # the parts of the config a folder's outputs are not made from, by the stage that writes it: the

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
@@ -62,6 +63,14 @@ def record_hash(record_id: str) -> int:
     """A record's 64-bit hash, the same in every arm and task: which copy of a duplicate the
     dedups keep, and the order of the budget's draw (with its seed)."""
     return int.from_bytes(hashlib.blake2b(record_id.encode(), digest_size=8).digest(), "little")
+
+
+def stream_sha256(f: BinaryIO) -> str:
+    """The sha256 of an open binary file's bytes from where it is to its end, read 16 MiB at a time."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: f.read(1 << 24), b""):
+        digest.update(block)
+    return digest.hexdigest()
 
 
 def documents_reader(folder: Path) -> JsonlReader:

@@ -121,13 +121,17 @@ def stub_server():
 
 class FaultyFiles(BaseHTTPRequestHandler):
     """Files of the server's folder, with Range requests (unless `ranges` is False: then every GET gets
-    the whole file, 200), and faults in the GETs of one file (`faulty`): `schedule` maps the n-th GET
-    of it (1-based) to a fault, `always` is the fault of every one. Faults: "503" (Slow Down), "drop"
+    the whole file, 200), and faults in the reads of one file (`faulty`): `schedule` maps the n-th
+    read of it (1-based; a ranged GET, or any GET where ranges are off: not fsspec's GET for a size
+    where a HEAD failed, which a loaded machine may add) to a fault, `always` is the fault of every
+    GET. Faults: "503" (Slow Down), "drop"
     (the connection closed halfway through the body), "stall" (no more bytes for `stall_s`, then
     closed), "empty206" (a 206 without Content-Length and no body), "416" (Range Not Satisfiable),
-    "short" (a 206 with the first half of the range asked, its headers saying so). A file that is not
-    there answers 404. `starts`: the first byte each GET of the faulty file asked for; `requests`:
-    its requests, HEADs included."""
+    "short" (a 206 with the first half of the range asked, its headers saying so), "404" (Not Found,
+    though its HEAD found it). A file that is not there answers 404. With `sizeless`, no reply says
+    a length (no Content-Length, no Content-Range, no Range requests: each GET streams the file whole
+    and the connection's close ends it). `starts`: the first byte each read of the faulty file asked
+    for; `requests`: its requests, HEADs included."""
 
     def do_HEAD(self):  # noqa: N802
         self.answer(body=False)
@@ -143,15 +147,21 @@ class FaultyFiles(BaseHTTPRequestHandler):
             return
         data = path.read_bytes()
         start, end = 0, len(data)
-        ranged = server.ranges and (m := re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "")))
+        ranged = server.ranges and not server.sizeless and (m := re.fullmatch(r"bytes=(\d+)-(\d*)",
+                                                                               self.headers.get("Range", "")))
         if ranged:
             start, end = int(m[1]), min(len(data), int(m[2]) + 1 if m[2] else len(data))
         fault = None
         if path.name == server.faulty:
             server.requests += 1
-            if body:
+            if body and ("Range" in self.headers or not server.ranges or server.sizeless):
                 server.starts.append(start)
                 fault = server.always or server.schedule.get(len(server.starts))
+            elif body:
+                fault = server.always
+        if fault == "404":
+            self.send_error(404)
+            return
         if fault in ("503", "416"):
             self.send_response(*((503, "Slow Down") if fault == "503" else (416, "Range Not Satisfiable")))
             self.send_header("Content-Length", "0")
@@ -160,11 +170,11 @@ class FaultyFiles(BaseHTTPRequestHandler):
         if fault == "short":
             end = start + (end - start) // 2
         self.send_response(206 if ranged else 200)
-        if fault != "empty206":
+        if fault != "empty206" and not server.sizeless:
             self.send_header("Content-Length", str(end - start))
         if ranged:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
-        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Accept-Ranges", "none" if server.sizeless else "bytes")
         self.end_headers()
         if not body or fault == "empty206":
             return  # HTTP/1.0: the connection closes, and with it the (empty) body
@@ -189,6 +199,7 @@ def faulty_server(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), FaultyFiles)
     server.daemon_threads = True
     server.folder, server.faulty, server.schedule, server.always, server.ranges = folder, "sample.warc.gz", {}, None, True
+    server.sizeless = False
     server.requests, server.starts = 0, []
     server.stall_s = 2.0
     server.url = lambda name="": f"http://127.0.0.1:{server.server_port}" + (f"/{name}" if name else "")

@@ -6,12 +6,13 @@ may be replaced (fetched again); a skipped one that was is read again, with ever
 task, to the bytes of a run that never saw it damaged."""
 
 import json
+import os
 
 import pytest
 
 from configs.experiment import ExperimentConfig
 from configs.provenance import config_sha256, read_provenance
-from conftest import damaged_in_the_middle, make_config, output_hashes
+from conftest import damaged_in_the_middle, make_config, member_starts, output_hashes
 from corpus.accounting.ledger import accounted_text, ledgers
 from corpus.flow.run import run_corpus
 from corpus.read.inputs import InputListError, files_to_read_again, resolve_inputs
@@ -48,19 +49,45 @@ def test_the_input_list_is_fixed_for_the_life_of_an_output_root(tmp_path, sample
     with pytest.raises(InputListError, match=rf"0 gone, 1 new\n  new: {folder / 'c.warc.gz'}\n"):
         resolve_inputs(config)
     (folder / "c.warc.gz").unlink()
-    # a file of another size that no arm has read whole: fetched again, its new size taken
-    (folder / "b.warc.gz").write_bytes(whole[:50_000])
+    # a larger file that no arm has read whole (a good copy fetched again): its new size taken
+    (folder / "b.warc.gz").write_bytes(whole + bytes(100))
     assert resolve_inputs(config) == (base, paths_file)
-    assert read_manifest(manifest)["files"]["b.warc.gz"]["size"] == 50_000
+    assert read_manifest(manifest)["files"]["b.warc.gz"]["size"] == len(whole) + 100
     # ... and one an arm has read whole: refused, naming the arm
     logs = config.arm_dir("x") / "logs" / INPUT_FILES
     logs.mkdir(parents=True)
     (logs / "00000.jsonl").write_text(json.dumps(file_record("b.warc.gz") | {"outcome": READ_WHOLE}) + "\n")
     (folder / "b.warc.gz").write_bytes(whole)
     with pytest.raises(InputListError, match=rf"1 input files changed since an arm of .* read them whole\n  "
-                                             rf"{folder / 'b.warc.gz'}: {len(whole):,} bytes, 50,000 bytes when x read it whole"):
+                                             rf"{folder / 'b.warc.gz'}: {len(whole):,} bytes, {len(whole) + 100:,} bytes "
+                                             "when x read it whole"):
         resolve_inputs(config)
     assert paths_file.read_text().split() == ["a.warc.gz", "b.warc.gz"]  # written once
+
+
+def test_a_smaller_copy_than_the_input_list_records_is_refused_until_a_good_copy_is_back(tmp_path, sample_dir):
+    """The first run lists a file, and no arm reads it whole (the run stops first); a rerun finds a
+    copy cut at a record boundary (an interrupted re-download), which would read as whole: refused
+    before any work, naming it, its size and the list's, and what to do. A good copy put back is
+    read whole, every record of it."""
+    data = (sample_dir / "sample.warc.gz").read_bytes()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.warc.gz").write_bytes(data)
+    config = make_config(tmp_path / "out", folder / "*.warc.gz", {"x": {"extractor": "trafilatura"}}, postprocess=FAST)
+    resolve_inputs(config)  # the first run's list, then it stopped
+    cut = member_starts(data)[len(member_starts(data)) // 2]
+    (folder / "a.warc.gz").write_bytes(data[:cut])
+    with pytest.raises(InputListError, match=rf"^1 input files are smaller than the input list of {config.output_root} "
+                                             rf"records .*\n  {folder / 'a.warc.gz'}: {cut:,} bytes, {len(data):,} bytes in "
+                                             r"the input list\nPut back a good copy of each, at least as large as the list "
+                                             r"records, at the same path"):
+        run_corpus(config, until="extract")
+    assert not config.arm_dir("x").exists()  # refused before any work
+    (folder / "a.warc.gz").write_bytes(data)
+    [summary] = run_corpus(config, until="extract")
+    assert summary["input_files"]["outcomes"] == {READ_WHOLE: 1}
+    assert summary["records"] == len(read_gold(sample_dir / "gold.jsonl"))
 
 
 def test_a_skipped_file_fetched_again_is_read_again_with_its_task_alone(tmp_path):
@@ -94,6 +121,30 @@ def test_a_skipped_file_fetched_again_is_read_again_with_its_task_alone(tmp_path
     assert all(accounted_text(ledger).startswith("NO (unfinished: exact-signatures") for ledger in ledgers(config))
 
 
+def test_a_good_copy_put_back_with_the_same_size_and_time_is_read_again(tmp_path, sample_dir):
+    """A file read around damage (a byte flipped: its size unchanged), then its good copy put back with
+    the damaged copy's modification time (as `cp -p` or `rsync -t` of a backup leaves it): its sha256
+    tells it apart, so it is read again without --retry-skipped (how a file is read again:
+    test_a_skipped_file_fetched_again_is_read_again_with_its_task_alone)."""
+    good = (sample_dir / "sample.warc.gz").read_bytes()
+    bad, _, _ = damaged_in_the_middle(good)
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "in" / "a.warc.gz"
+    path.write_bytes(bad)
+    config = with_inputs(make_config(tmp_path / "out", path, {"x": {"extractor": "trafilatura"}}, postprocess=FAST),
+                         on_corrupt="skip")
+    [summary] = run_corpus(config, until="extract")
+    assert summary["input_files"]["outcomes"] == {DAMAGED: 1}
+    damaged = path.stat()
+    path.write_bytes(good)
+    os.utime(path, ns=(damaged.st_atime_ns, damaged.st_mtime_ns))
+    base = resolve_inputs(config)[0]
+    assert files_to_read_again(config, base) == {"a.warc.gz": [("x", 0)]}
+    path.write_bytes(bad)  # the damaged copy itself, put back: nothing to read again
+    os.utime(path, ns=(damaged.st_atime_ns, damaged.st_mtime_ns))
+    assert files_to_read_again(config, base) == {}
+
+
 def test_a_user_manifest_lists_every_input_file(tmp_path, sample_dir):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
@@ -119,7 +170,7 @@ def test_a_user_manifest_lists_every_input_file(tmp_path, sample_dir):
 def test_switching_how_files_are_read_changes_no_config_hash(sample_dir, tmp_path):
     config = make_config(tmp_path, sample_dir / "sample.warc.gz", {"x": {"extractor": "trafilatura"}})
     same = with_inputs(config, on_corrupt="skip", read_timeout_s=5.0, retries=config.inputs.retries.model_copy(
-        update={"attempts": 20}))
+        update={"attempts": 20}), verify_digests=False, unknown_size="read")
     assert config_sha256(same) == config_sha256(config)
     assert config_sha256(with_inputs(config, manifest=str(sample_dir / "gold.jsonl"))) != config_sha256(config)
 

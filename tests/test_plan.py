@@ -68,6 +68,8 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
     assert {source for _, source in plan["rates"]["arms"]["trafilatura"].values()} == {"pilot (generated pages)"}
     assert plan["rates"]["extractor_versions"]["trafilatura"] == {"trafilatura": installed_release()}  # whose rates
     assert plan["costs"]["totals"]["gpu_hours"] > 0
+    piloted = plan["pilot"]["arms"]["trafilatura"]
+    assert 0 < piloted["digest_seconds"] < piloted["cpu_seconds"]["extraction"]  # the digest checks, priced
     assert {n["stage"] for n in plan["global_stages"]} == {"exact-find", "minhash-buckets", "minhash-cluster", "tokenizer",
                                                            "budget"}
     footprint = plan["footprint"]
@@ -114,7 +116,7 @@ def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_pat
     per_file = {"records": 100, "not_extracted": 10, "sent_to_labeler": 0, "prefiltered": 6, "tokens": 1000, "documents": 50,
                 "stages": [{"stage": "extraction", "documents_out": 90, "tokens_out": 3000}]}
     pilot = {"pages": "generated", "arms": {"trafilatura": {"files": [per_file, per_file],
-                                      "cpu_seconds": {"extraction": 4.0, "postprocess": 10.0},
+                                      "cpu_seconds": {"extraction": 4.0, "postprocess": 10.0}, "digest_seconds": 0.2,
                                       "bytes": {"extracted": 200, "intermediate": 300, "removed": 50, "post_processed": 100}}}}
     r = rates(config, pilot, None, vocab_size=1000)
     assert r["arms"]["dripper"]["labeler_prompt_tokens_per_gpu_s"] == (
@@ -126,6 +128,9 @@ def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_pat
     assert dripper["gpu_hours"] == pytest.approx(1000 * 90 / 3.08 / 3600)  # pages past the guard, per file
     assert dripper["wall_hours"] == pytest.approx(dripper["gpu_hours"] / 4)  # 4 tasks of one GPU at once
     assert stages[("extraction", "trafilatura")]["cpu_hours"] == pytest.approx(1000 * 2.0 / 3600)
+    # 0.1 s a file of its 2.0 s checks the records' digests
+    assert stages[("extraction", "trafilatura")]["note"] == ("0.0278 CPU-h of it (5.0%) checking WARC digests "
+                                                            "(inputs.verify_digests)")
     assert stages[("post-processing", "dripper")]["bytes"] == 1000 * 450 // 2  # pilot totals over its 2 files
     line = labeler_lines(config, pilot, r, input_files=1000)["dripper"]  # the pages the pre-filter saves
     assert (line["pages_per_file"], line["pages_per_file_without_prefilter"]) == (90, 96)
@@ -239,7 +244,8 @@ def test_a_drafted_labeler_is_priced_at_its_measured_rate_and_says_which_rate_it
     preflight = {"gpu": "NVIDIA H100", "labeler": plain | {"drafted": {"pages_per_s_per_gpu": 30.0}}}
     assert labeler_rates(config, "dripper", {"arms": {}}, preflight)["labeler_prompt_tokens_per_gpu_s"] == (
         210_000.0, "measured: preflight on NVIDIA H100, m, with its draft")
-    assert labeler_rates(config, "dripper", {"arms": {}}, {"gpu": "NVIDIA H100", "labeler": plain})["labeler_prompt_tokens_per_gpu_s"] == (
+    measured_plain = {"gpu": "NVIDIA H100", "labeler": plain}
+    assert labeler_rates(config, "dripper", {"arms": {}}, measured_plain)["labeler_prompt_tokens_per_gpu_s"] == (
         70_000.0, "measured: preflight on NVIDIA H100, m, plain decoding; the draft's rate not measured, so not in it")
     assert labeler_rates(config, "dripper", {"arms": {}}, None)["labeler_prompt_tokens_per_gpu_s"] == (
         3.08 * 6960, "assumed: plan.labeler_prompt_tokens_per_gpu_s, the paper's A100 rate; the draft's speed-up not in it")

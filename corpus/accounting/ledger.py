@@ -14,9 +14,12 @@ with its records read of those it holds), every task of every stage the arm goes
 records), and every file an arm read whole gave the records it holds (the input manifest's count,
 else that of the other arms' whole reads; whole reads that disagree count against every arm). A
 reference-corpus arm starts at its read row (documents read, not drawn, written) and joins where it
-joins. Then the
+joins. An input file read without a known size (`inputs.unknown_size: read`) leaves the arm `not
+verified`: whether the file ended where its stream did is unknown. Then the
 overlap between arms: how many source records (WARC record ids) survive post-processing, and the
-token budget, in both arms or only in one. Writes `<output_root>/ledger.json`.
+token budget, in both arms or only in one, counted per document: a record id that repeats in an arm
+(the same WARC-Record-ID in two input files) is matched once per copy, and the ledger warns of it.
+Writes `<output_root>/ledger.json`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from corpus.accounting.summary import (
     merged_stats,
     not_read_whole,
     summarize_arm,
+    unverified,
 )
 from corpus.extractors.base import versions_text
 from corpus.postprocess.stages import arm_stages, postprocessed_arms
@@ -144,7 +148,7 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
     unfinished = unfinished_stages(config, arm) if task is None else []
     files = extraction["input_files"]
     return {"arm": arm, "rows": rows, "chained": chained, "balanced": balanced, "unfinished": unfinished,
-            "accounted": balanced and not unfinished and not (files and files["not_read_whole"]),
+            "accounted": balanced and not unfinished and not (files and (files["not_read_whole"] or files.get("unverified"))),
             "not_extracted": extraction.get("not_extracted"), "input_files": files,
             "versions": extraction.get("versions", {}), "labeler": extraction.get("labeler")}
 
@@ -237,7 +241,8 @@ def record_expected(ledger: dict, path: str, truth: tuple[int, str] | None) -> N
 
 
 def accounted_text(ledger: dict) -> str:
-    """'yes', or 'NO' and why."""
+    """'yes'; 'not verified' and which files, where all that keeps it from yes is input files read
+    without a known size; or 'NO' and why."""
     if ledger["accounted"]:
         return "yes"
     if ledger.get("not_run"):
@@ -247,24 +252,31 @@ def accounted_text(ledger: dict) -> str:
         ([not_read_whole(files)] if files and files["not_read_whole"] else []) + \
         ([f"unfinished: {'; '.join(ledger['unfinished'])}"] if ledger["unfinished"] else []) + \
         ([ledger["records_differ"]] if ledger.get("records_differ") else [])
-    return f"NO ({'; '.join(why) or 'unbalanced'})"
+    unsized = unverified(files) if files else ""
+    if unsized and not why and ledger["balanced"]:
+        return f"not verified ({unsized})"
+    return f"NO ({'; '.join(why + ([unsized] if unsized else [])) or 'unbalanced'})"
 
 
-def _ids(paths: list[Path]) -> np.ndarray:
-    """The records' 64-bit hashes (corpus.stage.record_hash), sorted and unique: 8 bytes a record
-    where a set of id strings holds ~130, so a crawl-sized arm (~3e8 records) fits in ~2.6 GB."""
+def _ids(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """The documents' record ids as 64-bit hashes (corpus.stage.record_hash), sorted and unique, and
+    how many documents carry each: 8 bytes a record where a set of id strings holds ~130, so a
+    crawl-sized arm (~3e8 records) fits in ~2.6 GB."""
     hashes = [np.empty(0, dtype=np.uint64)]
     for path in paths:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             ids = (line.strip() for line in f) if path.name.endswith(".txt.gz") else (json.loads(line)["id"] for line in f)
             hashes.append(np.fromiter(map(record_hash, ids), dtype=np.uint64))
-    return np.unique(np.concatenate(hashes))
+    return np.unique(np.concatenate(hashes), return_counts=True)
 
 
 def overlap(config: ExperimentConfig) -> dict:
     """Per pair of extractor arms (the gold bound included; reference corpora have other
-    records), records present in both / only in one, after post-processing and in the token
-    budget (by record hash: a collision among 3e8 records is a few-in-a-thousand chance)."""
+    records), documents whose record is present in both / only in one, after post-processing and in
+    the token budget (by record hash: a collision among 3e8 records is a few-in-a-thousand chance).
+    A record id an arm holds n times (the same WARC-Record-ID in several input files) pairs with at
+    most n of the other arm's: the counts add up to each arm's documents, and `repeated` says how many
+    documents of each arm share their id with another."""
     arms = list(config.extractor_arms)
     levels = {
         "post-processed": {arm: sorted((config.post_dir(arm) / "ids").glob("*.jsonl.gz")) for arm in arms},
@@ -277,8 +289,14 @@ def overlap(config: ExperimentConfig) -> dict:
         ids = {arm: _ids(paths) for arm, paths in files.items()}
         out[level] = []
         for a, b in combinations(arms, 2):
-            both = len(np.intersect1d(ids[a], ids[b], assume_unique=True))
-            out[level].append({"arms": [a, b], "both": both, f"only_{a}": len(ids[a]) - both, f"only_{b}": len(ids[b]) - both})
+            (ua, ca), (ub, cb) = ids[a], ids[b]
+            _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+            both = int(np.minimum(ca[ia], cb[ib]).sum())
+            pair = {"arms": [a, b], "both": both, f"only_{a}": int(ca.sum()) - both, f"only_{b}": int(cb.sum()) - both}
+            if repeated := {arm: int(ids[arm][1].sum()) - len(ids[arm][0]) for arm in (a, b)
+                            if len(ids[arm][0]) < ids[arm][1].sum()}:
+                pair["repeated"] = repeated
+            out[level].append(pair)
     return out
 
 
@@ -314,14 +332,22 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
                                              for ledger in ledgers))
     console.print(table)
     for ledger in ledgers:
-        for f in (ledger["input_files"] or {}).get("not_read_whole", []):
+        files = ledger["input_files"] or {}
+        for f in files.get("not_read_whole", []):
             faults = [f["fault"]] if f["fault"] else [d["fault"] for d in f.get("damage", [])]
             console.print(f"{ledger['arm']}: {file_note(f)}: {'; '.join(faults) or 'its task did not finish'}")
+        if note := unverified(files, named=10):
+            console.print(f"{ledger['arm']}: {note}")
     for level, pairs in overlaps.items():
         for pair in pairs:
             a, b = pair["arms"]
             console.print(f"records {level}: in both {pair['both']:,}, only {a} {pair[f'only_{a}']:,}, "
                           f"only {b} {pair[f'only_{b}']:,}")
+        repeated = {arm: n for pair in pairs for arm, n in pair.get("repeated", {}).items()}
+        for arm, n in repeated.items():
+            console.print(f"warning: {n:,} documents of {arm} {level} repeat the record id of another of its documents "
+                          "(the same WARC-Record-ID in several input files?): the counts above count each copy, paired "
+                          "with at most one copy in the other arm")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,14 +58,19 @@ def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], i
 
 def input_files(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:
     """The arm's input files as its reader's tasks recorded them: how many by outcome, their records
-    and retries, and every file not read whole."""
+    and retries, the records whose digest was checked, every file not read whole, every file read
+    without a known size (`unverified`: whether it ended where its stream did is unknown) and the
+    bytes after files' last records that hold no record."""
     files = read_input_files(config.arm_dir(arm_name) / "logs" / INPUT_FILES, task)
     damage = [d for f in files for d in f.get("damage", [])]
     return {"files": len(files), "outcomes": dict(Counter(f["outcome"] for f in files)),
             "records": sum(f["records"] for f in files), "retries": sum(f["retries"] for f in files),
+            "digests_checked": sum(f.get("digests_checked", 0) for f in files),
             "unreadable_bytes": sum(d["bytes"] or 0 for d in damage),
             "records_lost_at_least": sum(d["records"] or 0 for d in damage),
-            "not_read_whole": [f for f in files if f["outcome"] != READ_WHOLE]}
+            "trailing_bytes": sum(f.get("trailing_bytes", 0) for f in files),
+            "not_read_whole": [f for f in files if f["outcome"] != READ_WHOLE],
+            "unverified": [f["file"] for f in files if f.get("unverified")]}
 
 
 def file_note(f: dict) -> str:
@@ -82,6 +87,15 @@ def file_note(f: dict) -> str:
         expected = f.get("expected_records")
         notes.append(f"{f['records']:,} of {expected:,} records" if expected is not None else f"{f['records']:,} records read")
     return f"{f['file']} {f['outcome']}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def unverified(files: dict, named: int = 3) -> str:
+    """The input files read without a known size, the first `named` named; '' when there are none."""
+    if not (names := files.get("unverified")):
+        return ""
+    shown = ", ".join(names[:named]) + (f", +{len(names) - named} more" if len(names) > named else "")
+    return (f"{len(names)} input file{'s' if len(names) > 1 else ''} of unknown size read to the end of "
+            f"{'their' if len(names) > 1 else 'its'} stream, completeness not verified: {shown}")
 
 
 def not_read_whole(files: dict, named: int = 3) -> str:
@@ -205,9 +219,11 @@ def print_summaries(summaries: list[dict]) -> None:
 def files_cell(files: dict) -> str:
     """An arm's input files in a table cell: how many by outcome, the retries."""
     outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(files["outcomes"].items()))
-    unreadable = files.get("unreadable_bytes")
+    unreadable, trailing, unsized = files.get("unreadable_bytes"), files.get("trailing_bytes"), files.get("unverified")
     return (outcomes or "-") + (f"; {files['retries']:,} retries" if files["retries"] else "") + \
-        (f"; {unreadable:,} bytes unreadable" if unreadable else "")
+        (f"; {unreadable:,} bytes unreadable" if unreadable else "") + \
+        (f"; {trailing:,} bytes after last records (no record in them)" if trailing else "") + \
+        (f"; {len(unsized):,} of unknown size (completeness not verified)" if unsized else "")
 
 
 def main(argv: list[str] | None = None) -> int:

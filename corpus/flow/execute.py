@@ -12,7 +12,7 @@ from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.experiment import ExperimentConfig
-from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm
+from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm, unverified
 from corpus.extractors.base import versions_text
 from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
@@ -80,7 +80,8 @@ def part_counts(config: ExperimentConfig, last: Stage) -> str:
     """The closing line's counts, from datatrove's stats of the part's stages."""
     if last.name == "extract":
         s = summarize_arm(config, last.arm)
-        files = f" — {note}, see the ledger" if (note := not_read_whole(s["input_files"])) else ""
+        notes = "; ".join(filter(None, (not_read_whole(s["input_files"]), unverified(s["input_files"]))))
+        files = f" — {notes}, see the ledger" if notes else ""
         by = f" by {versions}" if (versions := versions_text(s["versions"])) else ""
         return (f"{s['records']} records → {s['documents_out']} documents{by} ({sum(s['dropped'].values())} dropped, "
                 f"{sum(s['fallback'].values())} by fallback){'' if s['balanced'] else ' — NOT BALANCED, see the ledger'}{files}")

@@ -60,6 +60,7 @@ from corpus.flow.stages import corpus_stages
 from corpus.flow.storage import stage_footprint
 from corpus.postprocess.minhash import MinhashClusters
 from corpus.read.inputs import local_paths, resolve_inputs
+from corpus.read.warc import AccountedWarcReader
 from corpus.sample import sample_pages
 
 SHORT_EXIT = 1
@@ -163,6 +164,9 @@ def run_pilot(config: ExperimentConfig, base: str, files: list[str]) -> dict:
             "files": per_file,
             "cpu_seconds": {"extraction": stage_cpu_seconds(pilot.arm_dir(name) / "logs"),
                             "postprocess": sum(stage_cpu_seconds(s.logs) for s in post_stages)},
+            # of the extraction's: checking the WARC records' digests (inputs.verify_digests), timed by the reader
+            "digest_seconds": counters(find_step(merged_stats(pilot.arm_dir(name) / "logs")[0], AccountedWarcReader)
+                                       ).get("digest_check_us", 0) / 1e6,
             "stage_cpu_seconds": {s.name: stage_cpu_seconds(s.logs) for s in post_stages},
             # documents in a near-duplicate pair: what MinHash's clustering holds
             "clustered": counters(find_step(clusters, MinhashClusters)).get("duplicates", 0) if clusters else 0,
@@ -380,15 +384,21 @@ def costs(config: ExperimentConfig, pilot: dict, r: dict, input_files: int, voca
 
         res = arm.resources
         cpu_h = gpu_h = 0.0
+        notes = []
         if name in pilot["arms"]:
             cpu_h = input_files * measured["cpu_seconds"]["extraction"] / n / 3600
+            if digest_s := measured.get("digest_seconds"):
+                share = digest_s / measured["cpu_seconds"]["extraction"]
+                notes.append(f"{input_files * digest_s / n / 3600:.3g} CPU-h of it ({share:.1%}) checking WARC digests "
+                             "(inputs.verify_digests)")
         if "labeler_prompt_tokens_per_gpu_s" in r["arms"][name]:
             pages, _ = labeler_pages(measured, name in pilot["arms"])
             gpu_h = input_files * labeler_gpu_seconds(pages, r["arms"][name]) / 3600
         wall = max(cpu_h / max(res.workers * res.cpus_per_task, 1),
                    gpu_h / max(res.workers * max(res.gpus_per_task, 1), 1))
-        add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n,
-            "" if name in pilot["arms"] else f"not piloted: sizes as {smallest}, every page past the guard labelled")
+        if name not in pilot["arms"]:
+            notes.append(f"not piloted: sizes as {smallest}, every page past the guard labelled")
+        add("extraction", name, cpu_h, gpu_h, wall, input_files * measured["bytes"]["extracted"] // n, "; ".join(notes))
         post_cpu = input_files * measured["cpu_seconds"]["postprocess"] / n / 3600
         post_res = config.postprocess.resources
         post_bytes = sum(measured["bytes"][k] for k in ("intermediate", "removed", "post_processed"))

@@ -6,12 +6,14 @@ record starts and whether the file ends at a record boundary. `Source` reads an 
 size its filesystem reports: a reply with fewer bytes than are left (an empty `206`, a `416`) is a
 `ShortReply`, a transient error, never the end of the file. After a damaged record `next_record_start`
 finds the next gzip member (or header line) that begins a WARC record, so the records after the
-damage are read. Zero bytes after the last record (padding some copies add) end the file like its
-last record did.
+damage are read, and `holds_record` tells damaged bytes that held a record from bytes after the last
+record that begin none. Zero bytes after the last record (padding some copies add) end the file like
+its last record did. `check_digest` checks the digest a response record carries.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import zlib
@@ -24,6 +26,9 @@ HEADER_MAX = 1 << 16  # bytes: no WARC header is longer
 PROBE_BYTES = 1 << 12  # compressed bytes tried at a candidate member: enough to show a record's first bytes
 _CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 _VERSION_LINE = re.compile(rb"WARC/\d+\.\d+\r?\n")
+_HEADER_FIELD = re.compile(rb"^([A-Za-z0-9-]+):[ \t]*(.*?)[ \t]*\r?$", re.MULTILINE)
+_TRANSFER_ENCODING = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
+GZIP_HEADER = 10  # bytes of a gzip member's header without optional fields (as WARC writers write it)
 
 # what a person does about a file that is not whole WARC records, by the fault's reason
 WHAT_TO_DO = {
@@ -34,6 +39,12 @@ WHAT_TO_DO = {
     "changed": "The file is not the one the input list was made from: restore it, or start a new output root",
     "checksum": "The file is not the one its manifest describes: fetch it again",
     "missing": "Check the snapshot name or the paths file, or restore the file",
+    "digest": "The record's bytes are not those its writer digested: fetch the file again (inputs.verify_digests: false "
+              "reads records without checking their digests)",
+    "not_a_file": "List the WARC files in it instead (a glob such as FOLDER/*.warc.gz)",
+    "link_loop": "Point the link at the file it stands for",
+    "denied": "Check the file's permissions (or the credentials in inputs.storage_options)",
+    "unreadable": "Check the file and the disk it is on",
 }
 
 
@@ -200,6 +211,7 @@ def _plain_records(source: Source) -> Iterator[tuple[int, int, bytes]]:
         if not head:
             return
         if not head.endswith(b"\r\n\r\n"):
+            _record_frame(head, start)  # bytes that begin no record are no record cut short
             raise _truncated(offset, start)
         length = _record_frame(head, start)[1]
         block = source.read(length)
@@ -259,7 +271,68 @@ def _one_stream(start: int) -> CorruptWarc:
     return CorruptWarc("one_stream", f"the gzip member at byte {start:,} holds more than one record")
 
 
+def check_digest(data: bytes, start: int) -> bool:
+    """Check the digest a whole response record (`data`, as `whole_records` gives it, at byte `start`)
+    carries: its WARC-Block-Digest over its block (the bytes its Content-Length covers), else its
+    WARC-Payload-Digest over the HTTP body, where no Transfer-Encoding makes that digest differ by
+    writer (warcio#74). True if one was checked; False where none can be (not a response record, no
+    digest, a hash hashlib lacks); CorruptWarc("digest") when the bytes do not give it."""
+    head, length = _record_frame(data, start)
+    fields = {name.lower(): value for name, value in _HEADER_FIELD.findall(data[:head])}
+    if fields.get(b"warc-type") != b"response":
+        return False
+    block = memoryview(data)[head:head + length]  # hashed in place: a block may be megabytes
+    if value := fields.get(b"warc-block-digest"):
+        name, covered = "WARC-Block-Digest", block
+    elif (value := fields.get(b"warc-payload-digest")) and (end := data.find(b"\r\n\r\n", head, head + length) - head) >= 0 \
+            and not _TRANSFER_ENCODING.search(block[:end]):
+        name, covered = "WARC-Payload-Digest", block[end + 4:]
+    else:
+        return False
+    algorithm, _, text = value.decode("ascii", "replace").partition(":")
+    try:
+        digest = hashlib.new(algorithm.lower().replace("-", ""), covered).digest()
+    except ValueError:
+        return False
+    if _digest_bytes(text, len(digest)) != digest:
+        given = base64.b32encode(digest).decode()
+        raise CorruptWarc("digest", f"the record at byte {start:,} does not give its {name} ({value.decode('ascii', 'replace')}"
+                                    f"; its bytes give {algorithm}:{given})", at=start)
+    return True
+
+
+def _digest_bytes(text: str, size: int) -> bytes | None:
+    """A digest's `size` bytes from its text: base32 (as WARC writers give it), base16 or base64."""
+    decoders = (lambda t: base64.b32decode(t + "=" * (-len(t) % 8), casefold=True), bytes.fromhex,
+                lambda t: base64.b64decode(t + "=" * (-len(t) % 4)), lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4)))
+    for decode in decoders:
+        try:
+            if len(raw := decode(text)) == size:
+                return raw
+        except ValueError:  # binascii.Error is one
+            continue
+    return None
+
+
 # ---------------------------------------------------------------- past a damaged record
+
+
+def holds_record(probe: bytes, gzipped: bool) -> bool:
+    """Whether damaged bytes that begin with `probe` held a record: (after any zero bytes) a gzip member,
+    or one whose first bytes were damaged (its deflate stream after the header gives `WARC/`); a WARC
+    header line (uncompressed). Bytes after the last record that hold none (a copy's stray tail) are
+    no lost record."""
+    probe = probe.lstrip(b"\x00")
+    if not gzipped:
+        return b"WARC/" in probe or b"WARC-" in probe
+    if probe.startswith(GZIP_MAGIC):
+        return True
+    try:
+        return zlib.decompressobj(wbits=-15).decompress(probe[GZIP_HEADER:], 5) == b"WARC/"
+    except zlib.error:
+        return False
+
+
 
 
 def next_record_start(source: Source, gzipped: bool) -> int | None:

@@ -4,10 +4,12 @@ At the first run of an output root the list is written to `<output_root>/inputs/
 (paths relative to a base folder or URL, the readers' paths file) and `manifest.json` (each file's
 expected size, and what the source or `inputs.manifest` adds: corpus.read.manifest). It is fixed for
 the life of the output root: a rerun whose inputs resolve to another list (a file gone, a new file, a
-file of another size that an arm has read whole) is refused with one message naming each difference.
-A file that no arm has read whole may come back replaced (fetched again): the manifest takes its new
-size, and `files_to_read_again` finds the files a finished task skipped that came back, so that the
-flow reads them again.
+file of another size that an arm has read whole, a file smaller than the list records) is refused
+with one message naming each difference. A remote file whose size nothing gives is refused unless
+`inputs.unknown_size: read`. A file that no arm has read whole may come back replaced by a copy at
+least as large (fetched again): the manifest takes its new size, and `files_to_read_again` finds the
+files a finished task skipped that came back (another size, version or content), so that the flow
+reads them again.
 """
 
 from __future__ import annotations
@@ -24,17 +26,20 @@ from pathlib import Path
 from configs.base import ConfigError
 from configs.experiment import ExperimentConfig
 from configs.inputs import CommonCrawlInput, InputsConfig
+from corpus.read.framing import WHAT_TO_DO
 from corpus.read.manifest import MANIFEST, identity, location, read_manifest, read_user_manifest, write_manifest
 from corpus.read.warc import (
     DAMAGED,
     INPUT_FILES,
     READ_WHOLE,
     SKIPPED,
+    lasting_fault,
     pause_s,
     read_input_files,
     retryable,
     why,
 )
+from corpus.stage import stream_sha256
 from slurm.console import say
 
 
@@ -143,6 +148,14 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
     entries = expected_files(config, base, paths, stored["files"] if stored else None)
     if stored is not None:
         entries = _replaced(config, base, stored["files"], entries)
+    if config.inputs.unknown_size == "refuse" and (unsized := [e["path"] for e in entries if e.get("size") is None]):
+        named = ", ".join(location(base, p) for p in unsized[:5]) + (", …" if len(unsized) > 5 else "")
+        raise InputListError(
+            f"{len(unsized):,} of {len(entries):,} input files have no known size (the source gave no length): {named}. "
+            "A file read without its size ends at the first end of its stream, so a connection closed at a record "
+            "boundary would read as the whole file. Give each file's size in inputs.manifest (from the source's "
+            "listing: README, 'Writing a manifest'), or set inputs.unknown_size: read to read them anyway, each marked "
+            "'completeness not verified' in the ledger")
     if stored is None or entries != [stored["files"][p] for p in paths]:
         write_manifest(manifest_file, base, entries)
     if first is None:
@@ -215,12 +228,15 @@ def list_files(inputs: InputsConfig, base: str, paths: list[str]) -> dict[str, d
     with ThreadPoolExecutor(16) as pool:
         found = dict(zip(paths, pool.map(info, paths), strict=True))
     if failed := {p: e for p, e in found.items() if isinstance(e, BaseException)}:
-        gone = [p for p, e in failed.items() if isinstance(e, FileNotFoundError)]
-        named = [f"{location(base, p)} ({why(e)})" for p, e in list(failed.items())[:5]]
-        advice = ("Check the snapshot names (inputs.common_crawl.snapshots)" if inputs.common_crawl else
-                  "Check the paths (inputs.warc)") if gone else "Run again when the source answers"
+        faults = {p: None if retryable(e) else lasting_fault(e) for p, e in failed.items()}
+        named = [f"{location(base, p)} ({why(e) if faults[p] is None or faults[p].reason == 'missing' else faults[p]})"
+                 for p, e in list(failed.items())[:5]]
+        missing = ("Check the snapshot names (inputs.common_crawl.snapshots)" if inputs.common_crawl else
+                   "Check the paths (inputs.warc)")
+        advice = dict.fromkeys("Run again when the source answers" if fault is None else
+                               missing if fault.reason == "missing" else WHAT_TO_DO[fault.reason] for fault in faults.values())
         raise InputListError(f"{len(failed):,} of {len(paths):,} input files could not be listed: {', '.join(named)}"
-                             f"{', …' if len(failed) > 5 else ''}. {advice}")
+                             f"{', …' if len(failed) > 5 else ''}. {'; '.join(advice)}")
     return found
 
 
@@ -231,8 +247,10 @@ def read_by_arm(config: ExperimentConfig) -> dict[str, list[dict]]:
 
 def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entries: list[dict]) -> list[dict]:
     """The entries, where a file's size or sha256 differs from the stored one: the new one for a file
-    no arm has read whole (it was fetched again), InputListError for a file an arm has (its outputs
-    came from other bytes)."""
+    no arm has read whole and at least as large as stored (a good copy fetched again); InputListError
+    for a file an arm has read whole (its outputs came from other bytes), and for a smaller file (a
+    copy cut short: the size of the first run is the truth for the output root's life, and a copy cut
+    at a record boundary would read as whole)."""
     changed = [e for e in entries if any(e.get(k) != stored[e["path"]].get(k) for k in ("size", "sha256"))]
     if not changed:
         return entries
@@ -246,9 +264,19 @@ def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entr
                  "read it whole" for e in refused[:10]]
         raise InputListError(f"{len(refused):,} input files changed since an arm of {config.output_root} read them whole\n"
                              + "\n".join(lines) + "\nRestore the files the arms read, or start a new output root")
+    if smaller := [e for e in changed if None not in (e.get("size"), stored[e["path"]].get("size"))
+                   and e["size"] < stored[e["path"]]["size"]]:
+        lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} in the input list"
+                 for e in smaller[:10]]
+        raise InputListError(
+            f"{len(smaller):,} input files are smaller than the input list of {config.output_root} records (the sizes "
+            "its first run found hold for its whole life: a copy cut short at a record boundary would read as whole)\n"
+            + "\n".join(lines) + ("\n  …" if len(smaller) > 10 else "") + "\nPut back a good copy of each, at least as "
+            "large as the list records, at the same path (it is then read again, and the list takes its size), or "
+            "start a new output root")
     for e in changed:
-        say(f"inputs: {location(base, e['path'])} is {_bytes(e)}, {_bytes(stored[e['path']])} at the first run; no arm has "
-            "read it whole: the new file is read")
+        say(f"inputs: {location(base, e['path'])} is {_bytes(e)}, {_bytes(stored[e['path']])} in the input list; no arm has "
+            "read it whole: the new copy is read, and the list takes its size")
     return entries
 
 
@@ -258,8 +286,8 @@ def _bytes(entry: dict) -> str:
 
 def files_to_read_again(config: ExperimentConfig, base: str, retry_skipped: bool = False) -> dict[str, list[tuple[str, int]]]:
     """The files a finished extraction task skipped (or read around damage) that came back (their size
-    or version differs from the one the task read), or all of them with `retry_skipped`: each with the
-    (arm, task) pairs that must run again."""
+    or version, or for a local file its sha256, differs from the one the task read), or all of them
+    with `retry_skipped`: each with the (arm, task) pairs that must run again."""
     from datatrove.io import get_datafolder
 
     skipped = [(arm, r) for arm, records in read_by_arm(config).items() for r in records
@@ -270,13 +298,24 @@ def files_to_read_again(config: ExperimentConfig, base: str, retry_skipped: bool
     now: dict[str, dict | None] = {}
     for _, record in skipped:
         if record["file"] not in now and not retry_skipped:
-            try:
-                now[record["file"]] = identity(folder.info(record["file"]))
-            except Exception:  # gone, or not answering: not back (yet)
-                now[record["file"]] = None
+            now[record["file"]] = _now(folder, record["file"], record.get("seen"))
     out: dict[str, list[tuple[str, int]]] = {}
     for arm, record in skipped:
         seen = record.get("seen")
         if retry_skipped or (now[record["file"]] is not None and seen is not None and now[record["file"]] != seen):
             out.setdefault(record["file"], []).append((arm, record["task"]))
     return out
+
+
+def _now(folder, path: str, seen: dict | None) -> dict | None:
+    """A file's identity now, as its reader recorded it when it skipped the file (`seen`): size and
+    version, and its sha256 where `seen` has one and the size and version are still those (a good
+    copy put back with the same size and modification time); None if it is gone or not answering."""
+    try:
+        now = identity(folder.info(path))
+        if seen and seen.get("sha256") and now == {k: seen.get(k) for k in now}:
+            with folder.open(path, "rb") as f:
+                now["sha256"] = stream_sha256(f)
+        return now
+    except Exception:  # gone, or not answering: not back (yet)
+        return None

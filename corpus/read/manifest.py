@@ -9,13 +9,23 @@ file against `records`.
 
 A user manifest (`inputs.manifest`) is JSON lines, one file a line: `path` (relative to the
 manifest's folder, or absolute, or a URL), and `size` or `sha256` or both, optionally `records`.
+One from a source's own listing (an S3 prefix, a local or mounted folder):
+
+    python -m corpus.read.manifest ROOT [--match '*/warc/*.warc.gz'] --out FILE
+
+lists every file under ROOT whose path below it matches, with the size the listing gives (one
+request per 1,000 keys on S3, with the credentials s3fs finds), as JSON lines of full URL (or
+absolute path) and `size`.
 """
 
 from __future__ import annotations
 
+import argparse
+import fnmatch
 import json
 import os
 import posixpath
+import sys
 from pathlib import Path
 
 MANIFEST = "manifest.json"
@@ -70,3 +80,46 @@ def read_user_manifest(manifest: str) -> dict[str, dict]:
             key = full if "://" in full else os.path.abspath(full)
             out[key] = {k: entry[k] for k in USER_FIELDS if entry.get(k) is not None}
     return out
+
+
+def listing_manifest(root: str, match: str) -> list[dict]:
+    """Every file under `root` whose path below it matches `match` (fnmatch: `*` crosses `/`), with
+    its size as the listing gives it, by full URL (or absolute path); ValueError for a file the
+    listing gives no size."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(root)
+    prefix = root.rstrip("/") if "://" in root else os.path.abspath(root)
+    out = []
+    for name, info in sorted(fs.find(path, detail=True).items()):
+        relative = posixpath.relpath(name, path.rstrip("/"))
+        if info.get("type", "file") != "file" or not fnmatch.fnmatch(relative, match):
+            continue
+        if info.get("size") is None:
+            raise ValueError(f"the listing of {root} gives no size for {relative}")
+        out.append({"path": location(prefix, relative), "size": int(info["size"])})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m corpus.read.manifest", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", help="a folder, or a URL prefix (s3://bucket/prefix/)")
+    parser.add_argument("--match", default="*.warc.gz", help="the files' paths below ROOT (default: *.warc.gz)")
+    parser.add_argument("--out", type=Path, required=True, help="the manifest to write (JSON lines), for inputs.manifest")
+    args = parser.parse_args(argv)
+    try:
+        entries = listing_manifest(args.root, args.match)
+    except (OSError, ValueError) as e:
+        print(f"{args.root}: {e}", file=sys.stderr)
+        return 1
+    if not entries:
+        print(f"{args.root}: no file matches {args.match!r}", file=sys.stderr)
+        return 1
+    args.out.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    print(f"wrote {args.out}: {len(entries):,} files, {sum(e['size'] for e in entries):,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

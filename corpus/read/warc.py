@@ -11,12 +11,17 @@ The reader walks each file record by record (corpus.read.framing) up to the size
 records for it (corpus.read.manifest; else the size its filesystem reports), so it knows where the
 next unread record starts and whether the whole file was read:
 
-- a file that does not end whole (truncated, wherever the cut falls; a corrupt gzip member; not a
-  WARC; another size or sha256 than the input list's; gone) fails the task with a one-line
-  `InputFileError` naming it (`on_corrupt="fail"`), or is counted as skipped with its reason
-  (`"skip"`); the records before the fault are whole and go on like any other. Under `"skip"` a
-  damaged record is passed over: the reader goes on at the next record that starts after it and
-  counts the bytes it could not read and the records in them (at least one);
+- a file that does not end whole (truncated, wherever the cut falls; a corrupt gzip member; a
+  response record whose bytes do not give the WARC-Block-Digest or WARC-Payload-Digest it carries;
+  not a WARC; another size or sha256 than the input list's; gone, a folder, a link loop, denied)
+  fails the task with a one-line `InputFileError` naming it (`on_corrupt="fail"`), or is counted as
+  skipped with its reason (`"skip"`); the records before the fault are whole and go on like any
+  other. Under `"skip"` a damaged record is passed over: the reader goes on at the next record that
+  starts after it and counts the bytes it could not read and the records in them (at least one);
+  bytes after the last record that hold no record (`framing.holds_record`) are counted as the file's
+  `trailing_bytes`, no record lost;
+- a file whose size nothing gives (a remote file without a length, where the config allows it) is
+  read to the first end of its stream and marked `unverified`: whether it ended there is unknown;
 - a transient read error (HTTP 5xx, throttling, a dropped connection, a timeout, a reply with fewer
   bytes than the file has left) re-opens the file at the next unread record after a growing pause;
   after `retries.attempts` failures in a row (no record read in between) the task fails naming the
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import http.client
 import io
 import json
@@ -43,9 +49,23 @@ from datatrove.data import Document
 from datatrove.io import get_datafolder
 from datatrove.pipeline.readers import WarcReader
 from datatrove.utils.logging import logger
+from fsspec.implementations.local import LocalFileSystem
 
-from corpus.read.framing import WHAT_TO_DO, CorruptWarc, Digest, ShortReply, Source, next_record_start, warc_format, whole_records
+from corpus.read.framing import (
+    PROBE_BYTES,
+    WHAT_TO_DO,
+    CorruptWarc,
+    Digest,
+    ShortReply,
+    Source,
+    check_digest,
+    holds_record,
+    next_record_start,
+    warc_format,
+    whole_records,
+)
 from corpus.read.manifest import identity, read_manifest
+from corpus.stage import stream_sha256
 
 if TYPE_CHECKING:
     from configs.inputs import ReadRetries
@@ -151,6 +171,23 @@ def http_status(error: BaseException) -> int | None:
     return response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
 
 
+def lasting_fault(error: BaseException) -> CorruptWarc | None:
+    """A read error no retry mends (not `retryable`), as the fault it is: gone (a 404 after a good
+    listing), a folder, a symbolic link loop, access denied, another OSError; None for an error that
+    is no fault of the file (a bug: its traceback is wanted)."""
+    for cause in causes(error):
+        status = http_status(cause)
+        if isinstance(cause, FileNotFoundError) or status in (404, 410):
+            return CorruptWarc("missing", f"not found ({why(error)})")
+        if isinstance(cause, IsADirectoryError):
+            return CorruptWarc("not_a_file", "it is a folder, not a file")
+        if isinstance(cause, OSError) and cause.errno == errno.ELOOP:
+            return CorruptWarc("link_loop", "a symbolic link that leads back to itself")
+        if isinstance(cause, PermissionError) or status in (401, 403):
+            return CorruptWarc("denied", f"access denied ({why(error)})")
+    return CorruptWarc("unreadable", f"it cannot be read ({why(error)})") if isinstance(error, OSError) else None
+
+
 def why(error: BaseException) -> str:
     """What the server said (`HTTP 404`), or the error on one line."""
     return next((f"HTTP {status}" for e in causes(error) if (status := http_status(e))), None) or one_line(error)
@@ -185,12 +222,15 @@ def ignores_ranges(error: BaseException) -> bool:
 # damaged records (on_corrupt: skip); not read to its end and skipped (on_corrupt: skip); the task
 # failed on it; the task stopped before it (or while reading it)
 READ_WHOLE, DAMAGED, SKIPPED, FAILED, NOT_READ = "read whole", "read around damage", "skipped", "failed", "not read"
+# faults of a file as a whole, found before any record is read: its message counts no records
+WHOLE_FILE_FAULTS = ("not_warc", "missing", "changed", "not_a_file", "link_loop", "denied", "unreadable")
 INPUT_FILES = "input_files"  # the folder of the per-file records, in an extraction stage's logs
 
 
 def file_record(path: str) -> dict:
     return {"file": path, "records": 0, "retries": 0, "outcome": NOT_READ, "reason": None, "fault": None,
-            "ended_cleanly": False, "damage": [], "padding_bytes": 0, "seen": None}
+            "ended_cleanly": False, "damage": [], "padding_bytes": 0, "trailing_bytes": 0, "digests_checked": 0,
+            "unverified": False, "seen": None}
 
 
 def read_input_files(folder, task: int | None = None) -> list[dict]:
@@ -209,17 +249,21 @@ class AccountedWarcReader(WarcReader):
     input list with each file's expected size (corpus.read.manifest), or None (the size the
     filesystem reports). `retries`: the experiment's `inputs.retries`, or None (no retries: the
     labelers' local files). `files_log`: the folder of the per-file records, or None (none written).
+    `verify_digests`: check each response record's digest (`framing.check_digest`), timed as the
+    reader's work and counted (`digests_checked`, `digest_check_us`: the plan prices it).
     """
 
     name = "🕷 Warc (every record)"
 
     def __init__(self, data_folder, paths_file: str | None = None, manifest: str | None = None, on_corrupt: str = "fail",
-                 retries: ReadRetries | None = None, files_log: str | None = None):
+                 retries: ReadRetries | None = None, files_log: str | None = None, verify_digests: bool = True):
         super().__init__(data_folder, paths_file=paths_file)
         self.manifest = manifest
+        self.verify_digests = verify_digests
         self.on_corrupt = on_corrupt
         self.retries = retries
         self.files_log = get_datafolder(files_log) if files_log else None
+        self.local = isinstance(self.data_folder.fs, LocalFileSystem)
         self.expected: dict[str, dict] = {}  # the manifest's entries, by path: loaded by the task
         self.files: dict[str, dict] = {}  # this task's per-file records, by path
         self.rank = 0
@@ -254,7 +298,7 @@ class AccountedWarcReader(WarcReader):
             entry.update(outcome=DAMAGED if entry["damage"] else READ_WHOLE, ended_cleanly=True)
             self.stat_update("files_damaged" if entry["damage"] else "files_read_whole")
         except CorruptWarc as fault:
-            after = f", after {entry['records']:,} records" if fault.reason not in ("not_warc", "missing", "changed") else ""
+            after = f", after {entry['records']:,} records" if entry["records"] or fault.reason not in WHOLE_FILE_FAULTS else ""
             entry.update(reason=fault.reason, fault=f"{fault}{after}")
             if self.on_corrupt == "fail":
                 entry["outcome"] = FAILED
@@ -264,7 +308,18 @@ class AccountedWarcReader(WarcReader):
             logger.warning(f"{where}: {entry['fault']}: skipped (inputs.on_corrupt: skip); the ledger names it")
             return
         finally:
+            if entry["outcome"] in (SKIPPED, DAMAGED):
+                self._seen_content(filepath, entry)
             self._save_files()
+
+    def _seen_content(self, filepath: str, entry: dict) -> None:
+        """The sha256 of a local file not read whole, beside its size and modification time: a good
+        copy put back with the same size and time (`cp -p`, `rsync -t`) is then told from it. (A
+        remote file's ETag already changes with its bytes; hashing it would fetch it again.)"""
+        if entry["seen"] is None or not self.local:
+            return
+        with contextlib.suppress(OSError), self.data_folder.open(filepath, "rb") as f:
+            entry["seen"]["sha256"] = stream_sha256(f)
 
     def _whole_records(self, filepath: str, entry: dict) -> Iterator[tuple[int, bytes]]:
         """(offset, bytes) of every whole record of the file. After a transient error the file is
@@ -277,22 +332,23 @@ class AccountedWarcReader(WarcReader):
         while True:
             try:
                 size = self._size(filepath, entry, expected)
-                at = offset if damaged is None else damaged + 1
+                at = offset if damaged is None else damaged
                 with self._open_at(filepath, at, size) as f:
                     source = Source(f, at, size, digest)
                     if gzipped is None:
                         gzipped = warc_format(source.peek(16))
                     if damaged is not None:
-                        found = next_record_start(source, gzipped)
-                        end = size if found is None else found
-                        entry["damage"][-1].update(bytes=end - damaged, records=1)
-                        logger.warning(f"{where}: {entry['damage'][-1]['fault']}: {end - damaged:,} bytes passed over, at "
-                                       f"least 1 record lost (inputs.on_corrupt: skip); the ledger names it")
-                        offset, damaged, failures = end, None, 0
+                        found = self._pass_over(source, gzipped, entry, where)
+                        offset, damaged, failures = source.pos if found is None else found, None, 0
                         if found is None:
                             break
                         continue
                     for start, end, data in whole_records(source, gzipped):
+                        if data and self.verify_digests:
+                            started = time.thread_time()  # this thread's CPU: fsspec's reads run in another
+                            with self.track_time():
+                                entry["digests_checked"] += check_digest(data, start)
+                            self.stat_update("digest_check_us", value=round(1e6 * (time.thread_time() - started)))
                         offset, failures = end, 0
                         if data:
                             yield start, data
@@ -314,8 +370,8 @@ class AccountedWarcReader(WarcReader):
                                          "inputs.storage_options.block_size: 0 (each file streamed from its start, again "
                                          "after an error), or mirror the files locally") from None
                 if not retryable(error):
-                    if isinstance(error, FileNotFoundError):
-                        raise CorruptWarc("missing", f"not found ({why(error)})") from None
+                    if fault := lasting_fault(error):
+                        raise fault from None
                     raise
                 attempts = self.retries.attempts if self.retries else 0
                 if failures == attempts:
@@ -331,15 +387,39 @@ class AccountedWarcReader(WarcReader):
                 time.sleep(pause)
         self._check_end(size, expected, digest, entry)
 
+    def _pass_over(self, source: Source, gzipped: bool, entry: dict, where: str) -> int | None:
+        """Past the damaged record the source is at: where the next record starts (None: none does
+        before the file's end), the bytes passed over counted in the damage's entry; bytes after the
+        last record that hold none are the file's `trailing_bytes` instead."""
+        damaged = source.pos
+        probe = source.peek(PROBE_BYTES)
+        source.read(1)  # the next record starts after the damaged one's first byte
+        found = next_record_start(source, gzipped)
+        end = source.pos if found is None else found
+        if found is None and not holds_record(probe, gzipped):
+            fault = entry["damage"].pop()["fault"]
+            entry["trailing_bytes"] = end - damaged
+            logger.warning(f"{where}: {fault}: {end - damaged:,} bytes after the last record hold no record: read as "
+                           "the file's end (inputs.on_corrupt: skip); the ledger counts them")
+            return None
+        entry["damage"][-1].update(bytes=end - damaged, records=1)
+        logger.warning(f"{where}: {entry['damage'][-1]['fault']}: {end - damaged:,} bytes passed over, at "
+                       f"least 1 record lost (inputs.on_corrupt: skip); the ledger names it")
+        return found
+
     def _size(self, filepath: str, entry: dict, expected: dict) -> int | None:
-        """The file's size now, which the reader reads to; CorruptWarc when it is larger than the input
-        list records (another file), or empty where the list records bytes."""
+        """The file's size now, which the reader reads to (None: nothing gives it, the file is read to
+        the first end of its stream and marked `unverified`); CorruptWarc when it is larger than the
+        input list records (another file), empty where the list records bytes, or a folder."""
         info = self.data_folder.info(filepath)
+        if info.get("type") == "directory":
+            raise CorruptWarc("not_a_file", "it is a folder, not a file")
         entry["seen"] = identity(info)
         size, want = info.get("size"), expected.get("size")
         if size is not None and want is not None and (size > want or size == 0 < want):
             raise CorruptWarc("changed" if size else "truncated",
                               f"it is {size:,} bytes where the input list records {want:,}")
+        entry["unverified"] = size is None and want is None
         return size if size is not None else want
 
     def _open_at(self, filepath: str, offset: int, size: int | None):

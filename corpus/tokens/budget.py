@@ -30,7 +30,6 @@ tokenizer's hash and the files written.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -47,7 +46,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from configs.experiment import ExperimentConfig
 from corpus.shims import write_megatron_index
-from corpus.stage import record_hash
+from corpus.stage import record_hash, stream_sha256
 from corpus.tokens.tokenizer import tokenizer_sha256
 
 SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
@@ -356,11 +355,8 @@ def gather(spill: Spill, starts: np.ndarray, dtype: np.dtype, out: int, lengths_
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return stream_sha256(f)
 
 
 class TokenBudget(PipelineStep):
