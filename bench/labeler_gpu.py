@@ -67,11 +67,11 @@ SWEEP = {  # settings that change the schedule and the kernels, never a greedy t
 }
 
 
-def bench_pages(count: int, max_pages_per_set: int, seed: int = 0) -> tuple[list, list[dict]]:
+def bench_pages(count: int, max_pages_per_set: int, trees: int, seed: int = 0) -> tuple[list, list[dict]]:
     """`count` pages over the shared sets (round robin) and the draft of each, from a classifier
     trained on the other sets."""
     sets = labelled_sets(max_pages_per_set)
-    drafted = {held: held_out_drafts(sets, held, trees=150)[0] for held in sets}
+    drafted = {held: held_out_drafts(sets, held, trees=trees)[0] for held in sets}
     rng = random.Random(seed)
     order = {name: rng.sample(range(len(s)), len(s)) for name, s in sets.items()}
     examples, drafts = [], []
@@ -277,6 +277,7 @@ def main() -> int:
     parser.add_argument("--arch", nargs="+", default=["hunyuan-0.5b", "qwen3-0.6b"], choices=sorted(ARCHITECTURES))
     parser.add_argument("--pages", type=int, default=256)
     parser.add_argument("--max-pages-per-set", type=int, default=120, help="pages per shared set labelled for the drafts")
+    parser.add_argument("--draft-trees", type=int, default=150, help="trees of the held-out draft models (bench.draft: 400)")
     parser.add_argument("--context", type=int, default=32768, help="max_context_tokens (configs/paper.yaml's)")
     parser.add_argument("--draft-tokens", type=int, default=64)
     parser.add_argument("--dtype", default="bfloat16")
@@ -286,7 +287,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/labeler_gpu.json"))
     args = parser.parse_args()
     started = time.perf_counter()
-    examples, classifier = bench_pages(args.pages, args.max_pages_per_set)
+    examples, classifier = bench_pages(args.pages, args.max_pages_per_set, args.draft_trees)
     if not examples:
         print("no shared page sets: nothing to measure on", file=sys.stderr)
         return 1
