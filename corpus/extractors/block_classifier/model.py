@@ -88,6 +88,11 @@ class BlockModel:
         main = p > self.threshold
         return main if main.any() or not len(p) else p >= FALLBACK_SHARE * p.max()
 
+    def describe(self) -> str:
+        r = self.report
+        return (f"{self.kind} model of {'mineru-html' if self.unit == 'items' else 'page'} blocks on {r['pages']} pages "
+                f"({r['blocks']} blocks, {r['main_share']:.0%} main) in {r['seconds']}s")
+
     # ---------------------------------------------------------------- files
 
     def save(self, folder: Path) -> Path:

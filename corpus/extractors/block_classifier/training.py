@@ -121,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if not examples:
         parser.error("no labelled pages: give --pages, --generated or a teacher")
     model = train(examples, args.kind, seed=args.seed, max_seconds=args.max_seconds)
-    model.save(args.out)
-    print(f"{args.kind} model on {model.report['pages']} pages ({model.report['blocks']} blocks, "
-          f"{model.report['main_share']:.0%} main) in {model.report['seconds']}s: {args.out}")
+    print(f"{model.describe()}: {model.save(args.out)}")
     return 0
 
 
