@@ -32,7 +32,7 @@ from corpus.accounting.summary import print_summaries, summarize_arm, write_summ
 from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_folder
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
-from corpus.flow.submit import CONTINUE, SubmissionRefused, check_nothing_queued, submit_slurm
+from corpus.flow.submit import CONTINUE, SubmissionFailed, SubmissionRefused, check_nothing_queued, submit_slurm
 from corpus.read.inputs import files_to_read_again, resolve_inputs
 from corpus.read.warc import InputFileError
 from corpus.stage import rerun_task, unfinished_tasks
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short, args.retry_skipped)
-    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused) as e:
+    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused, SubmissionFailed) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     except InputFileError:  # its one line is on the console already, with the log's path
