@@ -327,6 +327,17 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
                           f"only {b} {pair[f'only_{b}']:,}")
 
 
+def write_ledger(config: ExperimentConfig) -> tuple[Path, list[dict], dict]:
+    """`<output_root>/ledger.json`, the same bytes at any split of the run; returns its path, the
+    arms' ledgers and the overlaps."""
+    arms, overlaps = ledgers(config), overlap(config)
+    path = config.output_root / "ledger.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
+                               indent=2) + "\n")
+    return path, arms, overlaps
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m corpus.accounting.ledger", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -334,12 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="one line per arm instead of the tables")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    arms = ledgers(config)
-    overlaps = overlap(config)
-    path = config.output_root / "ledger.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
-                               indent=2) + "\n")
+    path, arms, overlaps = write_ledger(config)
     print(minhash_scope_line(config))
     if args.summary:
         stages = [r["stage"] for r in arms[0]["rows"]]
