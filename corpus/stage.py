@@ -16,6 +16,7 @@ from configs.base import Resources
 
 SPLIT = "split.json"  # in a stage's logs: the split its tasks run at, written before the first of them
 
+
 def label(name: str, arm: str | None = None) -> str:
     """A stage's name in logs, Slurm job names and `needs`: `<name>-<arm>`, or `<name>` for a stage
     over all arms."""
