@@ -5,6 +5,7 @@ Check these first when upgrading datatrove, mineru-html or megatron-core.
 from __future__ import annotations
 
 import struct
+from functools import cache
 from pathlib import Path
 
 # ---------------------------------------------------------------- datatrove 0.10.1
@@ -53,6 +54,93 @@ def array_args(index: int, tasks: int, throttle: int) -> list[str]:
     """sbatch arguments of the `index`-th array of a stage prepared by `prepare_arrays`: its
     offset into `ranks_to_run.json` (datatrove's RUN_OFFSET), its size and its `%N` throttle."""
     return [f"--export=ALL,RUN_OFFSET={index}", f"--array=0-{tasks - 1}%{throttle}"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process and every process under it have used so far; raises
+    psutil.NoSuchProcess when the process itself is gone."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = sum(root.cpu_times()[:2])
+    for child in root.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:  # ended between the listing and the read
+            continue
+    return total
+
+
+@cache
+def cpu_time_sandbox():
+    """datatrove 0.10.1's ExtractorSandbox (one worker process per extractor, killed and replaced on
+    a timeout), its limit counted in the CPU time the worker, and any process it started, spends on
+    a page instead of wall-clock time: on a loaded node a page takes longer, not more CPU, so the
+    same pages time out on a busy node as on an idle one. A worker that uses no CPU at all for
+    `stall_s` of wall-clock time is hung: a timeout too. The class overrides the sandbox's two waits
+    (`process_document`, the private `_ensure_process`) and reuses its worker loop and cleanup
+    (`_worker`, `_cleanup_process`, private)."""
+    import time
+    from multiprocessing import Pipe, Process
+
+    import psutil
+    from datatrove.pipeline.extractors.base import ExtractorSandbox
+
+    class CpuTimeSandbox(ExtractorSandbox):
+        poll_s = 0.05  # how often a page that has not answered is looked at
+
+        def __init__(self, timeout: float, warmup_text="", stall_s: float = 60.0):
+            super().__init__(timeout, warmup_text)
+            self.stall_s = stall_s
+
+        def _answer(self, what: str):
+            """The worker's next message, within `timeout` seconds of its CPU time from now."""
+            try:
+                start = last = cpu_seconds(self.process.pid)
+                progressed = time.monotonic()
+                while not self.parent_conn.poll(self.poll_s):
+                    used = cpu_seconds(self.process.pid)
+                    if used - start >= self.timeout:
+                        raise TimeoutError(f"{what}: over {self.timeout:g} s of CPU time")
+                    if used > last:
+                        last, progressed = used, time.monotonic()
+                    elif time.monotonic() - progressed >= self.stall_s:
+                        raise TimeoutError(f"{what}: no CPU time used in {self.stall_s:g} s (hung)")
+                return self.parent_conn.recv()
+            except psutil.NoSuchProcess as e:
+                self._cleanup_process()
+                raise EOFError("Child process died (probably OOM-killed)") from e
+            except (TimeoutError, EOFError):
+                self._cleanup_process()
+                raise
+
+        def process_document(self, text, extract_fn):
+            self._ensure_process(extract_fn)
+            self.parent_conn.send(text)
+            result = self._answer("document extraction")
+            if isinstance(result, Exception):
+                raise result
+            return result
+
+        def _ensure_process(self, extract_fn):
+            if self.process is not None and self.process.is_alive():
+                return
+            self._cleanup_process()
+            self.parent_conn, self.child_conn = Pipe()
+            self.process = Process(target=self._worker, args=(self.child_conn, extract_fn), daemon=True)
+            self.process.start()
+            self.all_processes.append(self.process)
+            self._answer("worker warm-up")  # its "ready"
+
+    return CpuTimeSandbox
+
+
+def use_cpu_time_sandboxes() -> None:
+    """In this process, every datatrove extractor step's sandbox is `cpu_time_sandbox()`: datatrove
+    0.10.1's BaseExtractor.run builds its sandbox by the name `ExtractorSandbox` in its module."""
+    import datatrove.pipeline.extractors.base as extractors
+
+    extractors.ExtractorSandbox = cpu_time_sandbox()
 
 
 # ---------------------------------------------------------------- mineru-html 1.1.2

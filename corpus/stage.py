@@ -5,6 +5,7 @@ stages. The flow (corpus.flow) orders and runs them."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -13,6 +14,8 @@ from datatrove.pipeline.readers import JsonlReader
 from datatrove.pipeline.writers import JsonlWriter
 
 from configs.base import Resources
+
+SPLIT = "split.json"  # in a stage's logs: the split its tasks run at, written before the first of them
 
 
 def label(name: str, arm: str | None = None) -> str:
@@ -34,6 +37,8 @@ class Stage:
     outputs: list[Path] = field(default_factory=list)
     one_local_process: bool = False  # an in-process vLLM engine takes the whole machine (or its GPU)
     part: str = ""  # the part of the flow a person sees (default: the stage's name): one log, one closing line
+    # what its outputs are cut for, by config key (exact dedup's signatures: a file per finder task)
+    partitions: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -46,6 +51,21 @@ class Stage:
     @property
     def part_label(self) -> str:
         return label(self.part or self.name, self.arm)
+
+    @property
+    def split(self) -> dict[str, int]:
+        """How the stage's work is divided: its tasks, and what its outputs are cut for."""
+        return {"tasks": self.tasks, **self.partitions}
+
+
+def recorded_split(logs: Path) -> dict[str, int] | None:
+    """The split a stage's tasks ran at (SPLIT); for a stage run before that record was written,
+    the task count in datatrove's own record of its executor."""
+    if (logs / SPLIT).is_file():
+        return json.loads((logs / SPLIT).read_text())
+    if (logs / "executor.json").is_file():
+        return {"tasks": json.loads((logs / "executor.json").read_text())["world_size"]}
+    return None
 
 
 def unfinished_tasks(logs: Path, tasks: int) -> list[int]:

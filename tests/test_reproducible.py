@@ -120,3 +120,27 @@ def test_a_run_killed_mid_task_resumes_to_the_uninterrupted_outputs(clean, sampl
     run_corpus(config)  # the re-run: finished tasks are skipped, the killed one is redone
     assert output_hashes(config.output_root) == expected
     assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
+
+
+# the lines past which SentencePiece, at the suite's former `input_sentence_size` (its own default),
+# kept a random subsample with a seed of its own per process
+SENTENCEPIECE_LIMIT = 2_000_000
+TRAIN_TOKENIZER = """
+import sys
+from pathlib import Path
+from configs.tokens import TokenizerConfig
+from corpus.tokens.tokenizer import train_sentencepiece
+lines = int(sys.argv[2])
+train_sentencepiece([chr(10).join(f"w{(i * 7919) % 100003}" for i in range(lines))],
+                    TokenizerConfig(kind="sentencepiece", vocab_size=400), Path(sys.argv[1]))
+"""
+
+
+def test_two_processes_train_the_same_tokenizer_past_sentencepiece_s_sentence_limit(tmp_path):
+    """More sample lines than SentencePiece's limit: every line is kept, so two processes (each its
+    own SentencePiece seed) train byte-identical tokenizers (~10 s each)."""
+    lines = SENTENCEPIECE_LIMIT + 1000
+    for name in ("a", "b"):
+        subprocess.run([sys.executable, "-c", TRAIN_TOKENIZER, str(tmp_path / name), str(lines)], check=True, cwd=REPO)
+    for file in ("tokenizer.model", "tokenizer.json"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file

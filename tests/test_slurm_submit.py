@@ -7,7 +7,8 @@ queued, and a fake `squeue`:
 - with `executor.max_queued_tasks`, no submission goes past it: the flow submits what fits and a job
   that submits the rest when that has finished, round after round, every task once, every array
   still gated afterok;
-- a re-submission is refused while jobs it recorded are queued or running."""
+- a re-submission is refused while jobs it recorded are queued or running, also after an sbatch
+  that failed halfway through a submission (each job is recorded as its sbatch returns)."""
 
 import json
 import os
@@ -19,12 +20,16 @@ import pytest
 from conftest import make_config
 from corpus.flow.run import run_corpus
 from corpus.flow.stages import corpus_stages
-from corpus.flow.submit import SubmissionRefused, next_round, rounds, throttles
+from corpus.flow.submit import SubmissionFailed, SubmissionRefused, next_round, recorded_jobs, rounds, throttles
 from corpus.read.inputs import resolve_inputs
 
 FAKE_SBATCH = """#!/usr/bin/env python3
-import json, os, re, sys
+import json, os, re, sys, time
 log, limit, max_array = os.environ["FAKE_SBATCH_LOG"], int(os.environ.get("FAKE_SBATCH_LIMIT", 0)), 1001
+with open(log + ".calls", "a+") as f:  # FAKE_SBATCH_FAIL_AT=n: the n-th call times out, its job queued all the same
+    f.write("x")
+    f.seek(0)
+    timed_out = len(f.read()) == int(os.environ.get("FAKE_SBATCH_FAIL_AT", 0))
 args = sys.argv[1:]
 script_at = next(i for i, a in enumerate(args) if not a.startswith("--"))
 options, script = args[:script_at], open(args[script_at]).read()
@@ -47,15 +52,18 @@ offset = re.search(r"RUN_OFFSET=(\\d+)", " ".join(options))
 jobs.append({"job": job, "name": option("job-name"), "dependency": option("dependency"), "array": array,
              "tasks": tasks, "finished": False, "logs": os.path.dirname(pik.group(1)) if pik else None,
              "offset": int(offset.group(1)) if offset else 0, "merge_stats": "merge_stats" in script,
-             "args": args[script_at + 1:]})
+             "args": args[script_at + 1:], "submit_time": time.strftime("%Y-%m-%dT%H:%M:%S")})
 with open(log, "w") as f:
     f.writelines(json.dumps(j) + "\\n" for j in jobs)
+if timed_out:
+    sys.exit("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation")
 print(job if "--parsable" in options else f"Submitted batch job {job}")
 """
 
 FAKE_SQUEUE = """#!/usr/bin/env python3
 import os, sys
 names = next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--name=")).split(",")
+assert next(a for a in sys.argv[1:] if a.startswith("--format=")) == "--format=%F|%j|%T|%V"
 for line in open(os.environ["FAKE_SQUEUE_ROWS"]).read().splitlines():
     if line.split("|")[1] in names:
         print(line)
@@ -64,7 +72,7 @@ for line in open(os.environ["FAKE_SQUEUE_ROWS"]).read().splitlines():
 
 @pytest.fixture
 def fake_slurm(tmp_path, monkeypatch):
-    """The fake sbatch and squeue on PATH; returns (submitted jobs, squeue's rows file)."""
+    """The fake sbatch and squeue on PATH; returns (submitted jobs, squeue's rows file: `id|name|state|submit time`)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, text in (("sbatch", FAKE_SBATCH), ("squeue", FAKE_SQUEUE)):
@@ -81,6 +89,11 @@ def fake_slurm(tmp_path, monkeypatch):
 
 def submitted(log) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+def queue(rows, *jobs: tuple[dict, str]) -> None:
+    """What the fake squeue answers: each (job, state)."""
+    rows.write_text("".join(f"{job['job']}|{job['name']}|{state}|{job['submit_time']}\n" for job, state in jobs))
 
 
 def experiment(tmp_path, sample_dir, **executor):
@@ -203,19 +216,19 @@ def test_a_resubmission_is_refused_while_its_jobs_are_queued_or_running(tmp_path
     first, resubmit = jobs[0], next(j for j in jobs if j["name"] == "t-continue")
     again = len(jobs)
 
-    rows.write_text(f"{first['job']}|{first['name']}|RUNNING\n{resubmit['job']}|t-continue|PENDING\n")
+    queue(rows, (first, "RUNNING"), (resubmit, "PENDING"))
     with pytest.raises(SubmissionRefused) as refused:
         run_corpus(config, executor="slurm")
     assert f"scancel --state=PENDING {resubmit['job']}" in str(refused.value)
     assert f"scancel {first['job']}" in str(refused.value) and len(submitted(log)) == again  # nothing submitted
 
     # the same names, but jobs this root never recorded (another experiment's), or jobs that ended
-    rows.write_text(f"99|{first['name']}|RUNNING\n{first['job']}|{first['name']}|COMPLETED\n")
+    queue(rows, (first | {"job": "99"}, "RUNNING"), (first, "COMPLETED"))
     run_corpus(config, executor="slurm")
     assert len(submitted(log)) > again
 
     # the job that continues the submission does not refuse itself
-    rows.write_text(f"{resubmit['job']}|t-continue|RUNNING\n")
+    queue(rows, (resubmit, "RUNNING"))
     monkeypatch.setenv("SLURM_JOB_ID", resubmit["job"])
     run_corpus(config, executor="slurm")
 
@@ -227,3 +240,31 @@ def test_the_plan_s_rounds_are_the_submission_s(tmp_path, sample_dir):
     first = next_round(stages, {stage.label: stage.tasks for stage in stages}, 7)
     # places kept for the job that continues and for the one submitting
     assert sum(first.values()) == 5 and list(first) == ["extract-a", "extract-b"]
+
+
+def test_an_sbatch_failing_halfway_loses_no_record_and_the_resubmission_is_still_refused(
+        tmp_path, sample_dir, fake_slurm, monkeypatch):
+    log, rows = fake_slurm
+    config = experiment(tmp_path, sample_dir)
+    monkeypatch.setenv("FAKE_SBATCH_FAIL_AT", "4")  # a busy slurmctld: the 4th sbatch times out, its job queued anyway
+    with pytest.raises(SubmissionFailed, match="t-extract-b failed .*Every job queued before it is recorded"):
+        run_corpus(config, executor="slurm")
+    jobs = submitted(log)
+    assert [j["name"] for j in jobs] == ["t-extract-a"] * 3 + ["t-extract-b"]
+    assert recorded_jobs(config) == {"t-extract-a": {j["job"] for j in jobs[:3]}}  # each as its sbatch returned
+
+    monkeypatch.delenv("FAKE_SBATCH_FAIL_AT")
+    queue(rows, *((job, "PENDING") for job in jobs))
+    with pytest.raises(SubmissionRefused) as refused:
+        run_corpus(config, executor="slurm")
+    assert f"scancel --state=PENDING {' '.join(j['job'] for j in jobs)}" in str(refused.value)
+    # the timed-out sbatch's job alone: submitted while it ran, so it counts though no id came back
+    queue(rows, (jobs[3], "PENDING"))
+    with pytest.raises(SubmissionRefused, match=f"scancel --state=PENDING {jobs[3]['job']}\n"):
+        run_corpus(config, executor="slurm")
+    assert len(submitted(log)) == 4  # nothing submitted twice
+
+    # a job of that name submitted at another time is not this root's; once the queue is clear, all is submitted
+    queue(rows, (jobs[3] | {"job": "99", "submit_time": "2020-01-01T00:00:00"}, "PENDING"))
+    run_corpus(config, executor="slurm")
+    assert len(submitted(log)) > 4

@@ -170,14 +170,24 @@ def unfinished_stages(config: ExperimentConfig, arm: str) -> list[str]:
     return out
 
 
-def read_per_file(config: ExperimentConfig) -> dict[str, dict[str, dict]]:
-    """Every extractor arm that has read anything: its reader's per-file record of each input file
-    (the arms may split the files into different tasks)."""
-    out = {}
-    for arm, records in read_by_arm(config).items():
-        if records:
-            out[arm] = {record["file"]: record for record in records}
-    return out
+def read_per_file(read: dict[str, list[dict]]) -> dict[str, dict[str, dict]]:
+    """Every extractor arm that has read anything (`read`: corpus.read.inputs.read_by_arm): its
+    reader's per-file record of each input file (the arms may split the files into different tasks)."""
+    return {arm: {record["file"]: record for record in records} for arm, records in read.items() if records}
+
+
+def read_by_two_tasks(records: list[dict]) -> str | None:
+    """The input files more than one task of an arm read, as the ledger names them: its extraction
+    ran at two splits (an output root resumed at another `resources.tasks` before the flow refused
+    that), so some records were read twice and others maybe never."""
+    tasks: dict[str, set[int]] = {}
+    for record in records:
+        tasks.setdefault(record["file"], set()).add(record["task"])
+    twice = sorted(file for file, ranks in tasks.items() if len(ranks) > 1)
+    if not twice:
+        return None
+    return (f"{len(twice):,} input file{'s' if len(twice) > 1 else ''} read by two tasks (the extraction ran at two "
+            f"splits): {', '.join(twice[:3])}{f' +{len(twice) - 3} more' if len(twice) > 3 else ''}")
 
 
 def records_per_file(config: ExperimentConfig, read: dict[str, dict[str, dict]]) -> dict[str, tuple[int, str]]:
@@ -203,14 +213,17 @@ def ledgers(config: ExperimentConfig) -> list[dict]:
     """Every arm's ledger, with each extractor arm's records per input file checked against what the
     file holds (`records_per_file`): an arm that read a file whole with another count is not
     accounted for, and neither are arms whose whole reads of a file disagree where nothing else says
-    which is right. A file not read whole gets the count it holds beside the count read; an arm that
-    never ran is `not run`."""
+    which is right, nor an arm that read a file in two tasks (`read_by_two_tasks`). A file not read
+    whole gets the count it holds beside the count read; an arm that never ran is `not run`."""
     out = [arm_ledger(config, arm) for arm in config.arms]
-    read = read_per_file(config)
+    by_arm = read_by_arm(config)
+    read = read_per_file(by_arm)
     truth = records_per_file(config, read)
     for ledger in out:
         if ledger["arm"] not in config.extractor_arms:
             continue
+        if twice := read_by_two_tasks(by_arm[ledger["arm"]]):
+            ledger["read_twice"], ledger["accounted"] = twice, False
         mine = read.get(ledger["arm"], {})
         ledger["not_run"] = not mine and not ledger["rows"]
         differing = []
@@ -251,7 +264,8 @@ def accounted_text(ledger: dict) -> str:
     why = ([] if ledger["balanced"] or not ledger["rows"] else ["unbalanced"]) + \
         ([not_read_whole(files)] if files and files["not_read_whole"] else []) + \
         ([f"unfinished: {'; '.join(ledger['unfinished'])}"] if ledger["unfinished"] else []) + \
-        ([ledger["records_differ"]] if ledger.get("records_differ") else [])
+        ([ledger["records_differ"]] if ledger.get("records_differ") else []) + \
+        ([ledger["read_twice"]] if ledger.get("read_twice") else [])
     unsized = unverified(files) if files else ""
     if unsized and not why and ledger["balanced"]:
         return f"not verified ({unsized})"
@@ -350,6 +364,17 @@ def print_ledger(ledgers: list[dict], overlaps: dict) -> None:
                           "with at most one copy in the other arm")
 
 
+def write_ledger(config: ExperimentConfig) -> tuple[Path, list[dict], dict]:
+    """`<output_root>/ledger.json`, the same bytes at any split of the run; returns its path, the
+    arms' ledgers and the overlaps."""
+    arms, overlaps = ledgers(config), overlap(config)
+    path = config.output_root / "ledger.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
+                               indent=2) + "\n")
+    return path, arms, overlaps
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m corpus.accounting.ledger", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -357,12 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="one line per arm instead of the tables")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    arms = ledgers(config)
-    overlaps = overlap(config)
-    path = config.output_root / "ledger.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
-                               indent=2) + "\n")
+    path, arms, overlaps = write_ledger(config)
     print(minhash_scope_line(config))
     if args.summary:
         stages = [r["stage"] for r in arms[0]["rows"]]

@@ -46,14 +46,18 @@ def find_step(steps: list[dict], step_class) -> dict:
 
 def merged_stats(logs_dir: Path, task: int | None = None) -> tuple[list[dict], int]:
     """Sum the per-task stats files (written by every executor), or read only `task`'s;
-    returns (steps, task count)."""
+    returns (steps, task count). Each step's counters by name: a sum keeps the order each first
+    appeared in, task after task, which would make every count by reason depend on the split."""
     from datatrove.utils.stats import PipelineStats
 
     files = sorted((logs_dir / "stats").glob("*.json" if task is None else f"{task:05d}.json"))
     total = PipelineStats()
     for f in files:
         total = total + PipelineStats.from_json(json.loads(f.read_text()))
-    return json.loads(total.to_json()), len(files)
+    steps = json.loads(total.to_json())
+    for step in steps:
+        step["stats"] = dict(sorted(step["stats"].items()))
+    return steps, len(files)
 
 
 def input_files(config: ExperimentConfig, arm_name: str, task: int | None = None) -> dict:

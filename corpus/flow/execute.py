@@ -4,6 +4,7 @@ first; on Slurm they are submitted by corpus.flow.submit."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +19,7 @@ from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
 from corpus.read.warc import InputFileError
-from corpus.stage import Stage
+from corpus.stage import SPLIT, Stage, recorded_split
 from slurm import console
 
 
@@ -105,6 +106,45 @@ def completion_times(stage: Stage) -> list[float]:
     """When each task of the stage that completed did (its datatrove completion marker)."""
     done = stage.logs / "completions"
     return [p.stat().st_mtime for p in done.glob("[0-9]*")] if done.is_dir() else []
+
+
+class SplitChanged(RuntimeError):
+    """A stage's finished tasks ran at another split than the config's."""
+
+
+def check_splits(stages: list[Stage]) -> None:
+    """Refuse to finish a stage at another split than the one its finished tasks ran at: task r of
+    n reads the files (or documents, or hash ranges) r, r + n, ..., so the tasks of two splits
+    would read some twice and others never; and outputs cut for n tasks of the next stage are not
+    cut for m. Re-planning the unfinished work would mean a mapping of datatrove's shards of our
+    own: the user chooses instead, the old split or the stage again whole."""
+    changed = []
+    for stage in stages:
+        finished, before = len(completion_times(stage)), recorded_split(stage.logs)
+        if finished and before is not None and any(stage.split.get(key) != value for key, value in before.items()):
+            changed.append((stage, finished, before))
+    if not changed:
+        return
+
+    def text(split: dict[str, int]) -> str:
+        return ", ".join(f"{key}={value}" for key, value in split.items())
+
+    lines = [f"  {stage.label}: {finished} task{'s' if finished > 1 else ''} finished at {text(before)}; the config now says "
+             f"{text(stage.split)}" for stage, finished, before in changed]
+    raise SplitChanged(
+        "refused: a stage would finish at another split than its finished tasks ran at\n" + "\n".join(lines) + "\n"
+        "Task r of n reads the inputs r, r + n, r + 2n, ...: tasks of two splits would read some records twice and others "
+        "never. Run again with the split each stage was begun at, or run a stage again whole at the new split: remove its "
+        "completion markers (every stage built on it then runs again too):\n"
+        + "\n".join(f"  rm -r {stage.logs / 'completions'}" for stage, _, _ in changed))
+
+
+def record_splits(stages: list[Stage]) -> None:
+    """The split of every stage that runs whole (no task finished), before any of its tasks runs."""
+    for stage in stages:
+        if not completion_times(stage):
+            stage.logs.mkdir(parents=True, exist_ok=True)
+            (stage.logs / SPLIT).write_text(json.dumps(stage.split) + "\n")
 
 
 def forget(stage: Stage) -> None:

@@ -29,10 +29,10 @@ from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
-from corpus.flow.execute import forget_what_depends_on_reruns, run_local, stage_folder
+from corpus.flow.execute import SplitChanged, check_splits, forget_what_depends_on_reruns, record_splits, run_local, stage_folder
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
-from corpus.flow.submit import CONTINUE, SubmissionRefused, check_nothing_queued, submit_slurm
+from corpus.flow.submit import CONTINUE, SubmissionFailed, SubmissionRefused, check_nothing_queued, submit_slurm
 from corpus.read.inputs import files_to_read_again, resolve_inputs
 from corpus.read.warc import InputFileError
 from corpus.stage import rerun_task, unfinished_tasks
@@ -52,6 +52,8 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     if executor == "slurm":  # before anything is forgotten or written: the jobs queued may still read it
         check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
+    stages = corpus_stages(config, base, paths_file, until, arms)
+    check_splits(stages)  # before anything is forgotten: a refused run changes nothing
     for file, tasks in files_to_read_again(config, base, retry_skipped).items():
         for arm, task in tasks:
             rerun_task(config.arm_dir(arm) / "logs", task)
@@ -61,7 +63,6 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         if not allow_short:
             raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
         print(f"warning (--allow-short): {short}", file=sys.stderr)
-    stages = corpus_stages(config, base, paths_file, until, arms)
     budget = next((stage for stage in stages if stage.name == "budget"), None)
     if budget is not None and budget_is_stale(config):  # cut for other arms, budget or seed: cut again
         shutil.rmtree(budget.logs / "completions", ignore_errors=True)
@@ -71,6 +72,7 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     for folder in sorted({stage_folder(config, stage) for stage in stages}):
         if warning := write_provenance(folder, config, "corpus"):
             say(f"warning: {warning}")
+    record_splits(stages)
     if executor == "slurm":
         jobs = submit_slurm(config, stages, until, arms)
         for stage in stages:
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short, args.retry_skipped)
-    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused) as e:
+    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused, SubmissionFailed, SplitChanged) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     except InputFileError:  # its one line is on the console already, with the log's path

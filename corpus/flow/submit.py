@@ -12,9 +12,13 @@ needs: a failed task holds everything after it.
   (`next_round`); a stage submitted in part holds what needs it. One small job,
   `<prefix>-continue` (`slurm/extract.sh` on a copy of the config), waits (`afterok`) for
   everything submitted, then submits the rest the same way: a failed task holds it too.
-- **One submission at a time.** Every job is recorded in `<output_root>/logs/slurm/jobs.jsonl`;
-  a new submission is refused while any recorded job is still queued or running (`squeue` on the
-  recorded job names), with the commands that clear the queue (README, "Running at scale").
+- **One submission at a time.** Every job is recorded in `<output_root>/logs/slurm/jobs.jsonl` the
+  moment its `sbatch` returns, so an `sbatch` that fails halfway through a submission loses no
+  record of what it queued; an `sbatch` that failed is recorded too, with when it ran: a busy
+  slurmctld may queue a job whose `sbatch` timed out. A new submission is refused while any
+  recorded job is still queued or running (`squeue` on the recorded job names; for a failed
+  `sbatch`, a job of its name submitted while it ran), with the commands that clear the queue
+  (README, "Running at scale").
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import json
 import os
 import subprocess
 import time
+from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from datatrove.executor import SlurmPipelineExecutor
@@ -39,8 +45,18 @@ ENDED = {"COMPLETED", "COMPLETING", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL
          "DEADLINE", "OUT_OF_MEMORY"}
 
 
+# squeue's and our record's time format; a job's submit time, set by slurmctld, may fall this far
+# outside the times this machine saw its sbatch start and fail
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+CLOCK_SLACK = timedelta(seconds=2)
+
+
 class SubmissionRefused(RuntimeError):
     """Jobs of this output root are still queued or running."""
+
+
+class SubmissionFailed(RuntimeError):
+    """An sbatch failed halfway through a submission; what it queued before is recorded."""
 
 
 class StageArrays(SlurmPipelineExecutor):
@@ -110,8 +126,8 @@ def submit_stage(config: ExperimentConfig, stage: Stage, ranks: list[int], needs
         if count > res.workers and i >= res.workers:
             after.append(f"afterany:{jobs[i - res.workers]}")
         dependency = [f"--dependency={','.join(after)}"] if after else []
-        jobs.append(launch_slurm_job(script, executor.job_id_retriever,
-                                     *array_args(i, min(size, len(ranks) - i * size), shares[i]), *dependency))
+        args = [*array_args(i, min(size, len(ranks) - i * size), shares[i]), *dependency]
+        jobs.append(recorded_sbatch(config, stage.label, partial(launch_slurm_job, script, executor.job_id_retriever, *args)))
     return jobs
 
 
@@ -123,31 +139,79 @@ def record_file(config: ExperimentConfig) -> Path:
     return config.output_root / "logs" / "slurm" / "jobs.jsonl"
 
 
+def record(config: ExperimentConfig, entry: dict) -> None:
+    """One line appended to the record (and closed) at once: what a later failure cannot take back."""
+    path = record_file(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def recorded_sbatch(config: ExperimentConfig, label: str, submit) -> str:
+    """`submit()` (one sbatch; returns the job id), its job recorded as soon as it returns. A failed
+    sbatch is recorded with the times it ran between (a timed-out one may have queued its job all
+    the same) and raises SubmissionFailed."""
+    name, start = job_name(config, label), time.strftime(TIME_FORMAT)
+    try:
+        job = submit()
+    except (OSError, subprocess.CalledProcessError) as e:
+        end = time.strftime(TIME_FORMAT)
+        # datatrove's launcher leaves sbatch's message on the console, not on the exception
+        error = (getattr(e, "stderr", None) or "").strip() or \
+            (f"exit status {e.returncode}" if isinstance(e, subprocess.CalledProcessError) else str(e))
+        record(config, {"submitted": end, "jobs": {}, "failed": {"name": name, "from": start, "to": end, "error": error}})
+        raise SubmissionFailed(
+            f"sbatch of {name} failed ({error}). Every job queued before it is recorded in {record_file(config)}, and a "
+            f"job of {name} submitted while it ran (a timed-out sbatch may have queued it) counts as queued. Submit "
+            "again: while any of them is queued or running it is refused, with the scancel that clears them") from e
+    record(config, {"submitted": time.strftime(TIME_FORMAT), "jobs": {name: [job]}})
+    return job
+
+
+def record_lines(config: ExperimentConfig) -> list[dict]:
+    path = record_file(config)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
 def recorded_jobs(config: ExperimentConfig) -> dict[str, set[str]]:
     """Every job id any submission of this output root recorded, by job name."""
-    path = record_file(config)
     out: dict[str, set[str]] = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        for name, ids in json.loads(line)["jobs"].items():
+    for line in record_lines(config):
+        for name, ids in line["jobs"].items():
             out.setdefault(name, set()).update(ids)
     return out
 
 
+def failed_sbatches(config: ExperimentConfig) -> list[tuple[str, datetime, datetime]]:
+    """(job name, from, to) of every recorded sbatch that failed: a job of that name submitted
+    between those times (give or take CLOCK_SLACK) may be its own."""
+    return [(f["name"], datetime.strptime(f["from"], TIME_FORMAT) - CLOCK_SLACK,
+             datetime.strptime(f["to"], TIME_FORMAT) + CLOCK_SLACK)
+            for line in record_lines(config) if (f := line.get("failed"))]
+
+
 def queued_jobs(config: ExperimentConfig) -> list[tuple[str, str, str]]:
-    """(job id, name, state) of every recorded job still queued or running, this job aside (the
-    one submitting the rest)."""
-    recorded = recorded_jobs(config)
-    if not recorded:
+    """(job id, name, state) of every recorded job still queued or running, and of every job a
+    failed sbatch may have queued, this job aside (the one submitting the rest)."""
+    recorded, failed = recorded_jobs(config), failed_sbatches(config)
+    names = sorted(set(recorded) | {name for name, _, _ in failed})
+    if not names:
         return []
-    ids = set().union(*recorded.values()) - {os.environ.get("SLURM_JOB_ID", "")}
+    ids = set().union(set(), *recorded.values())
     try:
-        out = subprocess.run(["squeue", "--noheader", "--format=%F|%j|%T", f"--name={','.join(sorted(recorded))}"],
+        out = subprocess.run(["squeue", "--noheader", "--format=%F|%j|%T|%V", f"--name={','.join(names)}"],
                              capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
         raise SubmissionRefused(f"cannot tell whether the jobs {record_file(config)} records are still queued: "
                                 f"squeue failed ({getattr(e, 'stderr', '') or e}); submit from a node where squeue runs") from e
+
+    def ours(job: str, name: str, submitted: str) -> bool:
+        return job in ids or any(name == n and start <= datetime.strptime(submitted, TIME_FORMAT) <= end
+                                 for n, start, end in failed)
+
     rows = [line.strip().split("|") for line in out.stdout.splitlines() if line.strip()]
-    return sorted({(job, name, state) for job, name, state in rows if job in ids and state not in ENDED})
+    return sorted({(job, name, state) for job, name, state, submitted in rows
+                   if ours(job, name, submitted) and state not in ENDED and job != os.environ.get("SLURM_JOB_ID")})
 
 
 def check_nothing_queued(config: ExperimentConfig) -> None:
@@ -181,8 +245,8 @@ def submit_continuation(config: ExperimentConfig, after: list[str], until: str, 
     res = config.postprocess.resources
     options = [f"--dependency=afterok:{':'.join(after)}", f"--job-name={job_name(config, CONTINUE)}",
                f"--partition={res.partition}", f"--qos={res.qos}", f"--output={folder / 'continue-%j.out'}"]
-    return sbatch(REPO / "slurm" / "extract.sh", options,
-                  [str(snapshot), "--allow-short", "--until", until, *(["--arms", *arms] if arms else [])])
+    args = [str(snapshot), "--allow-short", "--until", until, *(["--arms", *arms] if arms else [])]
+    return recorded_sbatch(config, CONTINUE, partial(sbatch, REPO / "slurm" / "extract.sh", options, args))
 
 
 def submit_slurm(config: ExperimentConfig, stages: list[Stage], until: str = "dataset",
@@ -201,9 +265,4 @@ def submit_slurm(config: ExperimentConfig, stages: list[Stage], until: str = "da
     if sum(this_round.values()) < sum(map(len, unfinished.values())):
         submitted = sorted({job for ids in job_ids.values() for job in ids}, key=int)
         job_ids[CONTINUE] = [submit_continuation(config, submitted, until, arms)]
-    record = {job_name(config, label): ids for label, ids in job_ids.items() if ids}
-    path = record_file(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write(json.dumps({"submitted": time.strftime("%Y-%m-%dT%H:%M:%S"), "jobs": record}) + "\n")
     return job_ids

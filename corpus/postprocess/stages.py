@@ -50,8 +50,9 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
     counter = [TokensCounter(str(config.tokenizer_file()), count_eos_token=True)] if config.tokenizer else []
     by_snapshot = post.minhash.scope == "snapshot"
 
-    def stage(name: str, pipeline: list, needs: list[str], outputs: list, resources: Resources = res) -> Stage:
-        return Stage(name, arm, pipeline, resources, logs / name, needs, outputs=outputs, part=PART)
+    def stage(name: str, pipeline: list, needs: list[str], outputs: list, resources: Resources = res,
+              partitions: dict[str, int] | None = None) -> Stage:
+        return Stage(name, arm, pipeline, resources, logs / name, needs, outputs=outputs, part=PART, partitions=partitions or {})
 
     def removed(stage_name: str) -> list:
         return [config.removed_dir(arm, s.name) for s in enabled_steps(config, stage_name, arm)]
@@ -60,7 +61,8 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
         stage("exact-signatures", [
             documents_reader(extracted), DocumentsRead(str(exact / "read"), check=False),
             Sha256DedupSignature(str(exact / "signatures"), post.exact_dedup.finder_tasks),
-        ], [upstream], [exact / "read", exact / "signatures"]),
+        ], [upstream], [exact / "read", exact / "signatures"],
+            partitions={"postprocess.exact_dedup.finder_tasks": post.exact_dedup.finder_tasks}),
         stage("exact-find", [
             Sha256FindDuplicates(str(exact / "signatures"), str(exact / "duplicates")),
         ], [label("exact-signatures", arm)], [exact / "duplicates"],
@@ -74,7 +76,8 @@ def arm_stages(config: ExperimentConfig, arm: str) -> list[Stage]:
             documents_reader(post_dir / "filtered"), DocumentsRead(str(near / "read"), check=False),
             *([SnapshotTags(str(near / "tags"))] if by_snapshot else []),
             MinhashDedupSignature(str(near / "signatures"), config=minhash, language=post.word_tokenizer_language),
-        ], [label(FILTER_STAGE, arm)], [near / "read", near / "tags", near / "signatures"]),
+        ], [label(FILTER_STAGE, arm)], [near / "read", near / "tags", near / "signatures"],
+            partitions={"postprocess.minhash.num_buckets": minhash.num_buckets}),
         stage("minhash-buckets", [
             MinhashBuckets(str(near / "signatures"), str(near / "buckets"), minhash,
                            tags_folder=str(near / "tags") if by_snapshot else None, batch_files=post.minhash.batch_files),

@@ -89,6 +89,9 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
     out.mkdir(parents=True, exist_ok=True)
     # SentencePiece reads sentences; a document's lines are enough context for BPE merges. From
     # an iterator into memory: the model then records no file path and is the same in any folder.
+    # Every line is kept (input_sentence_size=0): past a limit SentencePiece subsamples with a seed of
+    # its own per process, and the sample is the suite's own draw already, bounded by
+    # sample_chars_per_arm.
     lines = (line for t in texts for line in t.splitlines() if line.strip())
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
@@ -97,7 +100,7 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
         # outside the vocabulary fall back to byte tokens, so every text round-trips
         model_type="bpe", byte_fallback=True, split_digits=True, character_coverage=0.9995,
         normalization_rule_name="identity", remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
-        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=2_000_000, shuffle_input_sentence=True,
+        unk_id=0, bos_id=1, eos_id=2, pad_id=-1, input_sentence_size=0,
         seed_sentencepiece_size=1_000_000, num_threads=1, minloglevel=2,
         hard_vocab_limit=False,
     )

@@ -14,7 +14,7 @@ from corpus.extractors.base import ExtractorArm
 
 
 class BaselineArm(ExtractorArm):
-    timeout_s: float = Field(10.0, gt=0)
+    timeout_s: float = Field(10.0, gt=0)  # per page, seconds of the sandbox worker's CPU time
 
 
 class ResiliparseArm(BaselineArm):

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from datatrove.pipeline.extractors.base import BaseExtractor
-
+from corpus.extractors.sandbox import SandboxedExtractor
 from corpus.markdown import html2text_markdown
 
 
-class BaselineExtractor(BaseExtractor):
+class BaselineExtractor(SandboxedExtractor):
     """datatrove's sandbox warms each extractor up on an empty page: some libraries raise on one,
     and a sandbox whose worker dies in warm-up waits a full timeout on every document."""
 

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
-from datatrove.pipeline.extractors.base import ExtractorSandbox
 from datatrove.utils.batching import batched
 
 from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, get_labeler
 from corpus.extractors.trafilatura import trafilatura_step
 from corpus.markdown import html_to_markdown
+from corpus.shims import cpu_time_sandbox
 
 if TYPE_CHECKING:
     from corpus.extractors.dripper import DripperArm
@@ -136,7 +136,7 @@ class DripperExtractor(PipelineStep):
         labeler = self.labeler or get_labeler(self.arm.labeler)
         fallback = trafilatura_step(self.arm.fallback)
         fallback.check_release()
-        with ExtractorSandbox(timeout=self.arm.fallback.timeout_s) as sandbox:
+        with cpu_time_sandbox()(timeout=self.arm.fallback.timeout_s) as sandbox:
             for batch in batched(data, self.arm.batch_pages):
                 yield from self._extract_batch(batch, labeler, lambda html: sandbox.process_document(html, fallback.extract))
 

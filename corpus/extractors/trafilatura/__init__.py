@@ -23,7 +23,8 @@ from corpus.extractors.trafilatura.releases import installed_release, release_en
 class TrafilaturaOptions(StrictModel):
     """What the arm asks of Trafilatura. Its `deduplicate` cache is always off: it blanks
     paragraphs already seen in earlier documents of the same process. `timeout_s` is the suite's
-    per-page limit (the step's sandbox), not a Trafilatura setting."""
+    per-page limit in seconds of the sandbox worker's CPU time (corpus.extractors.sandbox), not a
+    Trafilatura setting."""
 
     version: str | None = None  # null: the installed release; "1.11.0": that release, in its own environment
     output_format: Literal["markdown", "txt"] = "markdown"

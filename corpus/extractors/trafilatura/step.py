@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from datatrove.data import DocumentsPipeline
-from datatrove.pipeline.extractors.base import BaseExtractor
 
+from corpus.extractors.sandbox import SandboxedExtractor
 from corpus.extractors.trafilatura.releases import installed_release, release_environment, release_tuple, unsupported
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def extract_kwargs(options: TrafilaturaOptions, release: str) -> dict:
     return kwargs
 
 
-class Trafilatura(BaseExtractor):
+class Trafilatura(SandboxedExtractor):
     """`extracted`, `dropped` (empty result), `timeout`, `broken_process`, `clean_error`: datatrove's
     extractor counters (corpus.extractors.base.ExtractorArm.accounting reads them)."""
 
