@@ -159,7 +159,7 @@ def rung_decisions(report: dict) -> dict[tuple[str, str], Decision]:
     out = {}
     for row in report.get("every_pair", []):
         for key, cell in row.items():
-            if key in ("arm", "reference") or not cell:
+            if key in ("arm", "reference", "dropped") or not cell:
                 continue
             out[(key, f"{row['arm']} − {row['reference']}")] = Decision(cell["difference"], cell["result"] or "noise")
     return out

@@ -213,7 +213,7 @@ def test_the_same_difference_in_both_views_is_not_format_dependent(tmp_path):
 def decision_report(cells: dict[str, list[tuple[float, bool]]]) -> dict:
     """A report of arms whose accuracy averages against `a` have the given (p-value, seeds agree)."""
     arms = ["a", *cells]
-    pairs = {f"{arm} − a": {"columns": {"average": {"difference": 0.01, "p": p, "seeds_agree": agree}}}
+    pairs = {f"{arm} − a": {"columns": {"average": {"difference": 0.01, "p": p, "seeds_agree": agree, "seeds_measured": True}}}
              for arm, [(p, agree)] in cells.items()}
     return {"arms": arms, "reference_arm": "a", "families": {"accuracy": {"lower_is_better": False, "pairs": pairs}}}
 
