@@ -389,6 +389,18 @@ def ladder_markdown(report: dict) -> list[str]:
         lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts, and every agreement count "
                       "against them, leave out the seeds' noise."]
     fams = reports[reference]["families"]
+    if primary := ladder.get("primary"):
+        family, column = primary["score"].split(":")
+        lines += ["", f"The primary decision at every rung: {primary['arm']} − {primary['reference']} on "
+                      f"{_decision_title(fams[family], family, column)}, each rung's alone at α = 0.05 (every seed "
+                      f"agreeing), beside {reference}'s.", "",
+                  "| rung | difference [95% interval] | verdict | sign as at " + reference + " | verdict as at "
+                  + reference + " |", "|---|---|---|---|---|"]
+        for rung, r in primary["rungs"].items():
+            interval = "-" if r["difference"] is None else diff_cell(r, fams[family])
+            verdict = r["verdict"] + (f" ({r['why']})" if r["why"] else "")
+            sign = "-" if r["sign_agrees"] is None else "yes" if r["sign_agrees"] else "no"
+            lines.append(f"| {rung} | {interval} | {verdict} | {sign} | {'yes' if r['verdict_agrees'] else 'no'} |")
     lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
                   f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
                   "every seed agreeing), how many the rung resolves the same way, calls noise, or resolves the other "
@@ -488,6 +500,9 @@ def ladder_text(report: dict) -> str:
     state = {r: "headline" if r == report["rung"] else "evaluated" if r in ladder["evaluated"] else
              "one arm evaluated" if reports[r]["arms"] else "not evaluated" for r in ladder["rungs"]}
     lines = ["## The model ladder", "", "rungs: " + ", ".join(f"{r} ({s})" for r, s in state.items())]
+    if primary := ladder.get("primary"):
+        lines.append(f"primary decision ({primary['arm']} − {primary['reference']}, {primary['score']}): "
+                     + "; ".join(f"{rung} {r['verdict']}" for rung, r in primary["rungs"].items()))
     if ladder["reference"] and ladder["agreement"]:
         fams = reports[ladder["reference"]]["families"]
         lines.append(f"decided as {ladder['reference']} decides (signs agree; resolved the same of those it resolves):")
