@@ -129,10 +129,11 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path):
     assert accuracy["seed_correlation"] == pytest.approx(1.0)  # every benchmark shifts together
     assert accuracy["arm_seed_sd"]["average"] == pytest.approx({"a": math.sqrt(0.125), "b": 0.0})
     # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; each arm's
-    # seed variance 0.125 and 0; the decision table: one arm on the accuracy average (no other score has values)
+    # seed variance 0.125 and 0, pooled: 0.0625 on 2 degrees of freedom (one an arm), not taken as the truth; the
+    # decision table: one arm on the accuracy average (no other score has values)
     weights = {t: w for t, w in power.families(suite, []).get("accuracy").task_weights("average").items()}
     terms = tuple((w ** 2 * 0.25 / 4, 0.0, 4) for w in weights.values())
-    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625))
+    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625), (2,))
     assert accuracy["mdd"]["average"] == pytest.approx(mdd(by_hand, 2, 0.05))
     observed = accuracy["differences"]["b"]["average"]
     assert observed["difference"] == pytest.approx(0.5)
