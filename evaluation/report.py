@@ -499,13 +499,13 @@ def made_by(config: ExperimentConfig) -> dict[str, dict]:
 # ---------------------------------------------------------------- the report
 
 
-def named_seed_variances(config: ExperimentConfig, fams: dict[str, Family], single: list[str],
-                         measured_at: dict[str, dict] | None = None) -> dict[str, dict]:
+def named_seed_variances(fams: dict[str, Family], single: list[str], measured_at: dict[str, dict] | None = None,
+                         stated: dict[str, float] | None = None) -> dict[str, dict]:
     """Per family, (kind, score) -> arm -> the seed variance named for each arm of `single` (one
     seed): its own, measured at the first rung of `measured_at` (rung -> its report, nearest first)
-    where it has two seeds or more, else the SD `evaluation.seed_sd` states for the score (or its
-    family), taken as known; an arm with neither is left out."""
-    stated = config.evaluation.seed_sd if config.evaluation else {}
+    where it has two seeds or more, else the SD `stated` (`evaluation.seed_sd`) for the score (or
+    its family), taken as known; an arm with neither is left out."""
+    stated = stated or {}
     for key in stated:
         family, _, score = key.partition(":")
         if family not in fams or score and score not in fams[family].columns and score not in fams[family].units:
@@ -573,7 +573,8 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_
     comparison = compare(runs, evaluation.average_last if evaluation else 1)
     arms = [arm for arm in config.arms if arm in comparison.by_arm]
     fams = families(suite, clean)
-    named = named_seed_variances(config, fams, [arm for arm in arms if len(comparison.by_arm[arm]) == 1], measured_at)
+    named = named_seed_variances(fams, [arm for arm in arms if len(comparison.by_arm[arm]) == 1], measured_at,
+                                 evaluation.seed_sd if evaluation else None)
     report = {"experiment": config.name, "rung": config.pretrain.rung.name if config.pretrain else None,
               "headline_form": suite.headline, "arms": arms,
               "reference_arm": arms[0] if arms else None,

@@ -2,11 +2,14 @@
 one arm noisier), the generalized interval against exact t quantiles, the tails a corrected table
 reads, and Holm's adjustment on a hand example."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from evaluation.statistics.intervals import (
+    SeedVariance,
     arm_scores,
     critical_difference,
     holm,
@@ -15,6 +18,7 @@ from evaluation.statistics.intervals import (
     seed_variance,
     tail_probability,
 )
+from evaluation.statistics.noise import studentised_range_quantile
 
 ARMS, BENCHMARKS, DOCUMENTS = 5, 13, 100
 EFFECT = 0.02  # arm 1 answers 2 points more often than arm 0, on every benchmark
@@ -112,6 +116,26 @@ def test_variances_and_interval_match_a_hand_computation():
     assert i.p == pytest.approx(2 * stats.t.sf(0.3 / i.se, welch), rel=1e-3)
 
 
+def test_one_seed_with_a_stated_seed_variance_takes_it_as_known():
+    reference = {"t": np.array([[0.0, 1.0, 0.0, 1.0]])}
+    other = {"t": reference["t"] + 0.5}  # every document shifted alike: no documents' noise
+    stated = SeedVariance(0.01, math.inf, "stated in evaluation.seed_sd")
+    i = paired_interval(reference, other, {"t": 1.0}, (stated, stated))
+    assert i.seeds_measured and i.var_seeds == pytest.approx(0.02) and i.df_seeds is None
+    assert i.high == pytest.approx(0.5 + stats.norm.isf(0.025) * math.sqrt(0.02), rel=1e-3)
+
+
+def test_the_floor_is_a_t_for_two_arms_and_the_range_with_known_noise():
+    # two arms, each seed variance on one degree of freedom, no documents' noise: (m1 − m2) / se is a t on 2
+    one = [SeedVariance(1.0, 1), SeedVariance(1.0, 1)]
+    assert studentised_range_quantile(0.95, 0.0, one, [2, 2]) == pytest.approx(stats.t.isf(0.025, 2), rel=0.05)
+    # the documents alone (known): the range of K normal draws over sqrt(2) of one draw's SD
+    known = [SeedVariance(0.0, 1)] * 5
+    r = np.ptp(np.random.default_rng(0).standard_normal((200_000, 5)), axis=1)
+    assert studentised_range_quantile(0.95, 1.0, known, [2] * 5) == pytest.approx(np.quantile(r, 0.95) / math.sqrt(2),
+                                                                                    rel=0.02)
+
+
 def test_interval_with_one_seed_covers_the_documents_alone():
     reference = {"t": np.array([[0.0, 1.0, 0.0, 1.0]])}
     other = {"t": np.array([[1.0, 1.0, 1.0, 1.0]])}
@@ -119,7 +143,7 @@ def test_interval_with_one_seed_covers_the_documents_alone():
     assert i.difference == 0.5 and i.seed_part == 0 and i.df_documents == pytest.approx(3) and i.df_seeds is None
     assert i.se == pytest.approx(np.sqrt(np.var([1, 0, 1, 0], ddof=1) / 4))
     assert i.high == pytest.approx(0.5 + stats.t.isf(0.025, 3) * i.se, rel=1e-4)
-    assert i.seeds_agree and i.per_seed == [0.5]
+    assert i.seeds_agree and i.per_seed == [0.5] and not i.seeds_measured
 
 
 def test_the_bounds_are_where_the_p_value_crosses_five_percent():

@@ -181,7 +181,8 @@ def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVaria
         interaction.append(sum(w ** 2 * tasks[t].interaction for t, w in weights.items()) / n_seeds if measured else 0.0)
         va, vb = (a.variance / n_seeds, b.variance / n_seeds) if measured else (0.0, 0.0)
         seeds.append(va + vb)
-        seeds_df.append((va + vb) ** 2 / (va ** 2 / a.df + vb ** 2 / b.df) if va + vb > 0 else math.inf)
+        welch = va ** 2 / a.df + vb ** 2 / b.df if measured else 0.0
+        seeds_df.append((va + vb) ** 2 / welch if welch > 0 else math.inf)  # 0: none, or both stated
         known.append(measured)
     difference, documents, interaction, documents_df, seeds, seeds_df = map(
         np.array, (difference, documents, interaction, documents_df, seeds, seeds_df))
