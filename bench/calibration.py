@@ -101,6 +101,7 @@ class Setting:
     both_views: float = 0.0  # arm 1's difference on clean text, the same in both views (bits/byte)
     named: str = ""  # one seed: the seed variance named for every arm: "" none, "rung" or "stated"
     from_run: bool = False  # the MDD evaluation.power --from-run prints from this (null) run
+    share: float = 1.0  # of the replicates this setting runs (a printed MDD costs a second a pilot)
 
 
 SETTINGS = (
@@ -118,8 +119,8 @@ SETTINGS = (
     Setting("2 arms, 1 seed, seed variance of a 2-seed rung", 2, 1, named="rung"),
     Setting("5 arms, 1 seed, seed variance of a 2-seed rung", 5, 1, named="rung"),
     Setting("5 arms, 1 seed, seed SD stated in the config", 5, 1, named="stated"),
-    Setting("2 arms, 2 seeds, MDD printed from the run", 2, 2, from_run=True),
-    Setting("3 arms, 3 seeds, MDD printed from the run", 3, 3, from_run=True),
+    Setting("2 arms, 2 seeds, MDD printed from the run", 2, 2, from_run=True, share=0.25),
+    Setting("3 arms, 3 seeds, MDD printed from the run", 3, 3, from_run=True, share=0.25),
 )
 
 
@@ -357,8 +358,8 @@ def summarise(setting: Setting, records: list[dict], value_mdd: float | None) ->
 def run(settings: tuple[Setting, ...], replicates: int, workers: int) -> list[dict]:
     mdds = {i: setting_mdd(s) if s.at_mdd else None for i, s in enumerate(settings)}
     chunk = max(1, replicates // (4 * workers))
-    jobs = [(s, i, start, min(start + chunk, replicates), -(mdds[i] or 0.0))
-            for i, s in enumerate(settings) for start in range(0, replicates, chunk)]
+    jobs = [(s, i, start, min(start + chunk, math.ceil(s.share * replicates)), -(mdds[i] or 0.0))
+            for i, s in enumerate(settings) for start in range(0, math.ceil(s.share * replicates), chunk)]
     if workers > 1:
         with mp.get_context("fork").Pool(workers) as pool:
             done = pool.map(_work, jobs)

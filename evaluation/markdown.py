@@ -375,7 +375,7 @@ def ladder_markdown(report: dict) -> list[str]:
         compute = ladder.get("compute", {}).get(rung)
         seeds_run = sorted({seed for arm in done["arms"] for seed in done["table"][arm]["seeds"]})
         at = (f"{done['compared_tokens']:,} tokens, {len(done['arms'])} arms, seeds {', '.join(map(str, seeds_run))}"
-              + (" (an arm with one seed: intervals of the test documents only, not the seeds' noise)"
+              + (" (an arm with one seed: decided only against a seed variance named for it, its notes say which)"
                  if rung in one_seed else "")) if done["arms"] and done["compared_tokens"] else "not yet"
         lines.append(f"| {rung}{' (target)' if rung == target else ''} | {shape['non_embedding_parameters']:,} | "
                      f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | "
@@ -386,8 +386,9 @@ def ladder_markdown(report: dict) -> list[str]:
         lines += ["", f"The target rung {target} has fewer than two arms with evaluated runs: every rung below is "
                       f"read against {reference}, the largest rung where two arms have."]
     if reference in one_seed:
-        lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts, and every agreement count "
-                      "against them, leave out the seeds' noise."]
+        lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts rest on the seed variance named "
+                      "for that arm (measured at the nearest rung where it has two seeds, or stated in evaluation.seed_sd; "
+                      "without one, none of its pairs is decided), and so does every agreement count against them."]
     fams = reports[reference]["families"]
     if primary := ladder.get("primary"):
         family, column = primary["score"].split(":")

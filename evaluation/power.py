@@ -135,7 +135,8 @@ def score_noise(weights: dict[str, float], units: dict[str, dict[str, float]], i
 # ---------------------------------------------------------------- the decision, simulated
 
 
-def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int = DRAWS) -> tuple[np.ndarray, np.ndarray]:
+def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) \
+        -> tuple[np.ndarray, np.ndarray]:
     """Per simulated run, how far above zero the mean difference must lie for the report to call
     it a result (the critical difference of its own noise estimates, and every seed's difference
     on the same side), and the true standard deviation of that mean. Seed variances estimated from
@@ -143,6 +144,7 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int =
     ones from their fiducial distribution (the estimate x nu / W, W ~ chi2(nu), as the intervals
     do), so that the power is the average over what the run's estimate leaves possible."""
     # scrambled Sobol points (fixed seed): the power curve's noise shrinks like 1 / draws, not its root
+    draws = draws or DRAWS
     u = np.clip(qmc.Sobol(2 * seeds + 1 + len(noise.seed_df), seed=0).random(draws), 1e-12, 1 - 1e-12)
     parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
     df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
@@ -165,7 +167,7 @@ def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> flo
     return float(np.mean(special.ndtr((abs(difference) - h) / sd)))
 
 
-def mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int = DRAWS) -> float | None:
+def mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float | None:
     """The true difference the report calls a result 80% of the time (on average over the seed
     variances a run's estimate leaves possible, where `noise.seed_df` says it is one); None below
     two seeds (one seed does not measure the seeds' noise a result must beat) or without any noise

@@ -352,7 +352,8 @@ def format_flags(report: dict) -> list[dict]:
     family = report["families"].get("clean_text")
     if not family:
         return []
-    tests = [(s, pair, dict(i)) for s, by_pair in family["interactions"].items() for pair, i in by_pair.items()]
+    tests = [(s, pair, dict(i)) for s, by_pair in family["interactions"].items() for pair, i in by_pair.items()
+             if i["seeds_measured"]]  # one seed: the view-by-arm interaction's seeds' part is not measured, no test
     flags = []
     for (s, pair, interaction), adjusted in zip(tests, holm([i["p"] for _, _, i in tests]), strict=True):
         interaction |= {"p_holm": adjusted, "tests": len(tests)}

@@ -356,7 +356,11 @@ def test_a_ladder_reports_every_rung_and_whether_the_small_ones_decide_as_the_la
         shutil.rmtree(config.for_rung("mid").eval_dir("a", seed))
     assert main([str(path)]) == 0
     md = (out / "report.md").read_text()
-    assert "**mid has an arm with one evaluated seed**" in md and "an arm with one seed: intervals" in md
+    assert "**mid has an arm with one evaluated seed**" in md and "an arm with one seed: decided only against" in md
+    # mid's one-seed arm a is decided against its seeds' variance at the nearest rung where it has three (small and
+    # large are as near: the larger)
+    mid = json.loads((out / "report.json").read_text())["ladder"]["reports"]["mid"]
+    assert mid["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]["seed_source"] == "a: measured at rung large"
 
 
 def shifted_runs(config, shifts: dict[str, float], seeds=(1,), n: int = 200, rng_seed: int = 8, skip=()):

@@ -67,25 +67,36 @@ def standard_range(arms: int) -> float:
     return float(np.trapezoid(1 - cdf, r))
 
 
+def _extreme_ratios(lam: float, dfs: tuple[float, ...], counts: tuple[int, ...]) -> np.ndarray:
+    """FLOOR_DRAWS runs with no difference and every arm's seed variance v (its estimate's): each
+    run's (max − min of the arms' means) / (that pair's standard error from its own estimates),
+    where the documents' part is `lam` v as estimated, v itself known only on the arms' pooled
+    degrees of freedom (each run draws the true v from its fiducial distribution, as the intervals
+    draw theirs), and each arm's seed variance is estimated anew on its own degrees of freedom."""
+    rng = np.random.default_rng(0)
+    n = np.array(counts, dtype=float)
+    pooled = sum(dfs)
+    # the documents' part over the true v: lam x W0 / nu (v = its estimate x nu / W0)
+    share = lam * rng.chisquare(pooled, FLOOR_DRAWS) / pooled if math.isfinite(pooled) else np.full(FLOOR_DRAWS, lam)
+    z = rng.standard_normal((FLOOR_DRAWS, len(dfs)))
+    w = np.column_stack([rng.chisquare(df, FLOOR_DRAWS) / df if math.isfinite(df) else np.ones(FLOOR_DRAWS) for df in dfs])
+    means = z * np.sqrt(share[:, None] + 1 / n)
+    hi, lo, rows = means.argmax(axis=1), means.argmin(axis=1), np.arange(FLOOR_DRAWS)
+    se = np.sqrt(2 * share + w[rows, hi] / n[hi] + w[rows, lo] / n[lo])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nan_to_num((means[rows, hi] - means[rows, lo]) / se, nan=0.0)
+
+
 def studentised_range_quantile(q: float, documents: float, seeds: list[SeedVariance], counts: list[int]) -> float:
     """The q-quantile of (max − min of K arms' means) / (its pair's standard error) with no
-    difference: arm k's mean has variance `documents` + v / counts[k] (v: the arms' mean seed
-    variance), its seed variance is estimated as v W / nu_k (W ~ chi2(nu_k), nu_k its degrees of
-    freedom, known where infinite), and the pair's standard error is 2 `documents` + each arm's
-    estimate over its seeds."""
+    difference and every arm as noisy as the arms' mean seed variance v: arm k's mean of variance
+    `documents` + v / counts[k], its seed variance estimated on its own degrees of freedom, the
+    pair's standard error 2 `documents` + each arm's estimate over its seeds (_extreme_ratios)."""
     v = statistics.fmean(s.variance for s in seeds)
-    counts_ = np.array(counts, dtype=float)
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((FLOOR_DRAWS, len(seeds)))
-    w = np.column_stack([rng.chisquare(s.df, FLOOR_DRAWS) / s.df if math.isfinite(s.df) else np.ones(FLOOR_DRAWS)
-                         for s in seeds])
-    means = z * np.sqrt(documents + v / counts_)
-    hi, lo, rows = means.argmax(axis=1), means.argmin(axis=1), np.arange(FLOOR_DRAWS)
-    estimate = v * w / counts_
-    se = np.sqrt(2 * documents + estimate[rows, hi] + estimate[rows, lo])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = (means[rows, hi] - means[rows, lo]) / se
-    return float(np.quantile(np.nan_to_num(ratio, nan=0.0), q))
+    if v <= 0:  # the documents alone: the range of K normal draws over sqrt(2) of one
+        z = np.random.default_rng(0).standard_normal((FLOOR_DRAWS, len(seeds)))
+        return float(np.quantile(np.ptp(z, axis=1), q) / math.sqrt(2))
+    return float(np.quantile(_extreme_ratios(documents / v, tuple(s.df for s in seeds), tuple(counts)), q))
 
 
 def signal_and_noise(finals: dict[str, list[float]], checkpoints: list[list[float]], pairs: list[dict],
