@@ -286,7 +286,9 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     if primary:
         family, column = primary.score.split(":")
         value = mdd(noise[family][column], seeds, 1 - LEVEL) if column in noise.get(family, {}) else None
-        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": value}
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": value,
+                          # the same pair on every shown family's average: what the choice of score costs
+                          "average_by_family": {name: mdd(n["average"], seeds, 1 - LEVEL) for name, n in noise.items()}}
     if difference is not None:
         out["difference"] = difference
         out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["accuracy"]["average"],
@@ -486,6 +488,9 @@ def print_primary(report: dict) -> None:
           f"{primary['alpha']:.2g}): {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
                                                  f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
                                                  if scale == 100 and value is not None and "paper_effect" in report else ""))
+    if len(primary.get("average_by_family", {})) > 1:
+        print("    the same pair on each family's average, alone at the same level: " + "; ".join(
+            f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))
 
 
 def print_power(report: dict) -> None:

@@ -125,15 +125,20 @@ def test_one_seed_with_a_stated_seed_variance_takes_it_as_known():
     assert i.high == pytest.approx(0.5 + stats.norm.isf(0.025) * math.sqrt(0.02), rel=1e-3)
 
 
-def test_the_floor_is_a_t_for_two_arms_and_the_range_with_known_noise():
-    # two arms, each seed variance on one degree of freedom, no documents' noise: (m1 − m2) / se is a t on 2
-    one = [SeedVariance(1.0, 1), SeedVariance(1.0, 1)]
-    assert studentised_range_quantile(0.95, 0.0, one, [2, 2]) == pytest.approx(stats.t.isf(0.025, 2), rel=0.05)
-    # the documents alone (known): the range of K normal draws over sqrt(2) of one draw's SD
-    known = [SeedVariance(0.0, 1)] * 5
+def test_the_floor_is_the_range_with_known_noise_and_rises_with_the_arms_own_spread():
     r = np.ptp(np.random.default_rng(0).standard_normal((200_000, 5)), axis=1)
-    assert studentised_range_quantile(0.95, 1.0, known, [2] * 5) == pytest.approx(np.quantile(r, 0.95) / math.sqrt(2),
-                                                                                    rel=0.02)
+    # the seeds' noise stated (known) and no documents' part: the range of 5 normal draws over sqrt(2) of one
+    stated = [SeedVariance(1.0, math.inf)] * 5
+    assert studentised_range_quantile(0.95, 0.0, stated, [1] * 5, [0.0] * 5) == pytest.approx(
+        np.quantile(r, 0.95) / math.sqrt(2), rel=0.02)
+    # the documents alone, likewise
+    assert studentised_range_quantile(0.95, 1.0, [SeedVariance(0.0, 1)] * 5, [2] * 5, [0.0] * 5) == pytest.approx(
+        np.quantile(r, 0.95) / math.sqrt(2), rel=0.02)
+    # each seed variance on one degree of freedom: arms' means spread far apart say the noise is larger than the
+    # seeds measured, and the floor rises (where it is not measured twice, as the seeds' own estimate is)
+    one = [SeedVariance(1.0, 1)] * 5
+    close, far = (studentised_range_quantile(0.95, 0.1, one, [2] * 5, [0.0, 0.1, 0.2, 0.3, s]) for s in (0.4, 10.0))
+    assert far > close
 
 
 def test_interval_with_one_seed_covers_the_documents_alone():

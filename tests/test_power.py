@@ -227,6 +227,8 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
     # the primary decision, alone at 0.05, needs less than the decision table's cell at 0.05 / 2
     primary = low["primary"]
     assert primary["score"] == "p_gold:average" and primary["alpha"] == pytest.approx(0.05)
+    assert primary["average_by_family"]["p_gold"] == primary["mdd"]
+    assert set(primary["average_by_family"]) == {"accuracy", "p_gold"}
     assert primary["mdd"] < power.mdd(power.assumed_noise(power.task_items(config, suite), suite,
                                                           family=fams["p_gold"], measured=measured(0.5)["p_gold"])["average"],
                                       3, 0.05 / 2)
