@@ -234,15 +234,19 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
 def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
                   family: Family | None = None, measured: dict[str, UnitNoise] | None = None) -> dict[str, ScoreNoise]:
     """The noise of every column (average, categories) and benchmark of a family (default: the
-    suite's accuracy), with the same assumed noise for every benchmark; with `measured`, each
-    benchmark's document noise (sigma^2, rho, phi) as measured on a run (item_noise), the seeds'
-    still assumed (`a.seed_std`, `a.seed_correlation`)."""
+    suite's accuracy), with the same assumed noise for every benchmark; with `measured` (a run's,
+    item_noise), each benchmark's item correlation rho as measured, and its document variance too
+    where nothing is assumed for it (a continuous family; accuracy keeps p (1 − p) at `a.accuracy`,
+    as a small model near chance says little of a large one's); the seed-by-document share and the
+    seeds' noise stay assumed (`a`)."""
     family = family or families(suite, [])["accuracy"]
     tasks = {b.name: b.form(suite.headline) for b in suite.benchmarks}
     units = {u: {f"{u}/{i}": w for i, w in enumerate(ws.values())} for u, ws in family.units.items()}
     counts = {f"{u}/{i}": items[u][min(i, len(items[u]) - 1)] for u in family.units for i in range(len(tasks[u]))}
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
-    noise = {u: replace(measured[u], seed_std=a.seed_std) if u in (measured or {}) else same for u in family.units}
+    noise = {u: replace(same, item_correlation=measured[u].item_correlation,
+                        item_variance=same.item_variance if family.name == "accuracy" else measured[u].item_variance)
+             if u in (measured or {}) else same for u in family.units}
     out = {c: score_noise(w, units, counts, noise, a.seed_correlation) for c, w in family.columns.items()
            if c != "average_centered"}
     return out | {u: score_noise({u: 1.0}, units, counts, noise, a.seed_correlation) for u in family.units}
