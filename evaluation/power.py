@@ -148,7 +148,8 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int |
     u = np.clip(qmc.Sobol(2 * seeds + 1 + len(noise.seed_df), seed=0).random(draws), 1e-12, 1 - 1e-12)
     parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
     df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
-    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df) else 1.0)
+    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df)
+                                                             else np.ones(draws))  # no documents' noise: known
     factors = [nu / stats.chi2.ppf(u[:, 1 + 2 * seeds + k], nu) for k, nu in enumerate(noise.seed_df)] or [1.0]
     true = [v * factors[k % len(factors)] * np.ones(draws) for k, v in enumerate(noise.seed)]
     shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * np.sqrt(v)[:, None] for k, v in enumerate(true)]
