@@ -232,6 +232,13 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
     return out
 
 
+def informative(measured: dict[str, UnitNoise] | None, unit: str) -> bool:
+    """Whether a run measured a unit's item correlation: its documents' values varied, and some arm
+    differed from another somewhere (a model that answers every document alike says nothing of rho)."""
+    n = (measured or {}).get(unit)
+    return n is not None and n.item_variance > 0 and n.item_correlation < 1
+
+
 def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
                   family: Family | None = None, measured: dict[str, UnitNoise] | None = None) -> dict[str, ScoreNoise]:
     """The noise of every column (average, categories) and benchmark of a family (default: the
@@ -247,7 +254,7 @@ def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
     noise = {u: replace(same, item_correlation=measured[u].item_correlation,
                         item_variance=same.item_variance if family.name == "accuracy" else measured[u].item_variance)
-             if u in (measured or {}) else same for u in family.units}
+             if informative(measured, u) else same for u in family.units}
     out = {c: score_noise(w, units, counts, noise, a.seed_correlation) for c, w in family.columns.items()
            if c != "average_centered"}
     return out | {u: score_noise({u: 1.0}, units, counts, noise, a.seed_correlation) for u in family.units}
@@ -278,8 +285,8 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     out = {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
                      "the table each score is decided in; 80% power; see evaluation/power.py",
            "rung": rung.name if rung else None, "assumptions": asdict(a), "item_noise": source,
-           "item_correlation": {name: {u: n.item_correlation for u, n in by_unit[name].items()} for name in shown
-                                if name in by_unit},
+           "item_correlation": {name: {u: n.item_correlation if informative(by_unit[name], u) else None
+                                       for u, n in by_unit[name].items()} for name in shown if name in by_unit},
            "seeds": seeds, "arms": arms, "items": items, "mdd": mdds["accuracy"],
            "levels": {score: {"alpha": v[0], "table": v[1]} for score, v in level["accuracy"].items()},
            "families": {name: {"title": fams[name].title, "mdd": mdds[name],
@@ -501,9 +508,10 @@ def print_primary(report: dict) -> None:
 def print_power(report: dict) -> None:
     a = report["assumptions"]
     rung = f"rung {report['rung']}: " if report["rung"] else ""
-    documents = (f"a document's noise measured on {report['item_noise']} (item correlation per benchmark, mean "
-                 + ", ".join(f"{name} {sum(r.values()) / len(r):.2f}" for name, r in report["item_correlation"].items())
-                 + ")" if report["item_noise"] else
+    measured = {name: [v for v in r.values() if v is not None] for name, r in report["item_correlation"].items()}
+    documents = (f"item correlation measured on {report['item_noise']} (mean over benchmarks "
+                 + ", ".join(f"{name} {sum(v) / len(v):.2f}" for name, v in measured.items() if v)
+                 + "; where every arm answered every document alike, 0.5 assumed)" if report["item_noise"] else
                  f"assumed accuracy {a['accuracy']:.2f}, item correlation {a['item_correlation']:.2f} (assumed)")
     print(f"{rung}Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
           f"seeds, {report['arms']} arms; {documents}, seed std {100 * a['seed_std']:.2f} points per benchmark, "

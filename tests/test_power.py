@@ -224,6 +224,11 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
     assert set(low["families"]) == {"accuracy", "p_gold"} and low["item_noise"] == "rho 0.5"
     assert high["families"]["p_gold"]["mdd"]["average"] < low["families"]["p_gold"]["mdd"]["average"]
     assert high["item_correlation"]["p_gold"]["ARC"] == 0.9
+    # a benchmark every arm answered alike measured no correlation: the assumed one stays, and says so
+    alike = measured(0.5)
+    alike["accuracy"]["BoolQ"] = UnitNoise(0.24, 1.0, 0.0, 0.0)
+    same = power.power_report(config, measured=(alike, "alike"))
+    assert same["item_correlation"]["accuracy"]["BoolQ"] is None and same["mdd"]["BoolQ"] == low["mdd"]["BoolQ"]
     # the primary decision, alone at 0.05, needs less than the decision table's cell at 0.05 / 2
     primary = low["primary"]
     assert primary["score"] == "p_gold:average" and primary["alpha"] == pytest.approx(0.05)
