@@ -495,7 +495,9 @@ def print_primary(report: dict) -> None:
     scale = 100 if family in ("accuracy", "p_gold") else 1
     value = primary["mdd"]
     shown = (f"{mdd_text(value, scale, 2 if scale == 100 else 3)}{' points' if scale == 100 else ''}" if value is not None
-             else "not measured here" if "from_run" in report else "needs 2 seeds or more, and a family measured")
+             else "not measured here" if "from_run" in report else
+             f"nothing assumed for {family}'s documents: measure them on a run (--item-noise-from CONFIG)"
+             if family not in report["families"] else "needs 2 seeds or more")
     print(f"  primary decision (evaluation.primary: {' − '.join(primary['pair'])} on {primary['score']}, alone at "
           f"{primary['alpha']:.2g}): {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
                                                  f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
