@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import glob
+import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
 
@@ -87,6 +88,23 @@ class CleanTextConfig(StrictModel):
         return self
 
 
+class PrimaryDecision(StrictModel):
+    """The one comparison the study pre-registers: `pair: [arm, reference]` (the difference arm −
+    reference) on `score`, a family's column as `family:column` (accuracy:average, bpb:average,
+    p_gold:average, clean_text:plain, ...; the report refuses one the run has no family or column
+    for). The report decides it first, alone, at alpha 0.05 (every seed agreeing in sign); every
+    other difference is exploratory, Holm over its own table."""
+
+    pair: tuple[str, str]
+    score: str = Field("accuracy:average", pattern=r"^[a-z_]+:[a-z0-9_]+$")
+
+    @model_validator(mode="after")
+    def _two_arms(self) -> PrimaryDecision:
+        if self.pair[0] == self.pair[1]:
+            raise ValueError(f"evaluation.primary.pair: two different arms, got {list(self.pair)}")
+        return self
+
+
 class EvaluationConfig(StrictModel):
     """lm-eval over every exported checkpoint (the suite itself is evaluation/tasks/suite.yaml).
 
@@ -104,4 +122,20 @@ class EvaluationConfig(StrictModel):
     # (1: the final one); checkpoint noise is the SD over each run's last `noise_checkpoints`
     average_last: int = Field(1, ge=1)
     noise_checkpoints: int = Field(3, ge=2)
+    primary: PrimaryDecision | None = None
+    # an arm with one seed is decided against a seed variance named for it: measured at another rung
+    # of the ladder where it has two seeds or more, else this one, stated: the SD of an arm's score
+    # across seeds, in the family's shown unit (points for accuracy and p_gold, bits/byte for bpb and
+    # clean_text), per family (`accuracy`) or per score (`accuracy:average`, `bpb:ARC`), the score's
+    # own key first. Without either its pairs decide nothing.
+    seed_sd: dict[str, float] = {}
     slurm: EvaluationSlurm = EvaluationSlurm()
+
+    @field_validator("seed_sd")
+    @classmethod
+    def _seed_sd_keys(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, sd in value.items():
+            if not re.fullmatch(r"[a-z_]+(:[A-Za-z0-9_]+)?", key) or sd <= 0:
+                raise ValueError(f"evaluation.seed_sd: {key}: {sd}: a key is a family (accuracy) or family:score "
+                                 "(accuracy:average), a value a standard deviation above 0")
+        return value

@@ -102,6 +102,15 @@ class ExperimentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _primary_arms(self) -> ExperimentConfig:
+        primary = self.evaluation.primary if self.evaluation else None
+        trained = self.trained_arms() or list(self.arms)
+        if primary and (unknown := [a for a in primary.pair if a not in trained]):
+            raise ValueError(f"evaluation.primary.pair: {', '.join(unknown)} is not a trained arm of this experiment "
+                             f"({', '.join(trained)})")
+        return self
+
+    @model_validator(mode="after")
     def _arms_in_context(self) -> ExperimentConfig:
         if not self.extractor_arms:
             raise ValueError("every arm reads an existing corpus: give at least one extractor arm (the comparison)")

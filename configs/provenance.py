@@ -76,7 +76,8 @@ BESIDE_A_RUN = {"arms": True, "ladder": {"__all__": {"seeds": True}}}
 NOT_MADE_FROM = {
     "corpus": {"name": True, "pretrain": True, "evaluation": True, "plan": True},
     "training": {"name": True, "evaluation": True, "plan": True, "pretrain": BESIDE_A_RUN},
-    "evaluation": {"name": True, "plan": True, "pretrain": BESIDE_A_RUN},
+    # the report's own keys (the primary decision, stated seed SDs) make no evaluation output
+    "evaluation": {"name": True, "plan": True, "pretrain": BESIDE_A_RUN, "evaluation": {"primary": True, "seed_sd": True}},
 }
 
 

@@ -8,6 +8,8 @@ and none of 8 extrapolation methods beat it for its compute. This module compute
 - `agreement`: per metric and pair of arms, each rung's verdict (better, worse, noise) beside the
   target rung's (the largest that finished), whether the point estimates' signs agree (DataDecide's
   decision accuracy), and per rung the share of pairs whose sign it got right;
+- `primary_agreement`: the pre-registered primary decision (evaluation.primary) at every rung,
+  beside the target's: the one comparison the ladder was built to decide;
 - `fit_scaling`: per arm, score against training compute C (FLOPs), fitted as
   score = e + a * C^(-b) (a loss: bits per byte fall towards e) or e - a * C^(-b) (an accuracy
   rises towards e), a, b > 0; with two compute points only, a line in log C. The fit goes through
@@ -159,10 +161,31 @@ def rung_decisions(report: dict) -> dict[tuple[str, str], Decision]:
     out = {}
     for row in report.get("every_pair", []):
         for key, cell in row.items():
-            if key in ("arm", "reference") or not cell:
+            if key in ("arm", "reference", "dropped") or not cell:
                 continue
             out[(key, f"{row['arm']} − {row['reference']}")] = Decision(cell["difference"], cell["result"] or "noise")
     return out
+
+
+def primary_agreement(reports: dict[str, dict], evaluated: list[str], reference: str) -> dict | None:
+    """The pre-registered primary decision at every evaluated rung (its difference, interval and
+    verdict at 0.05), and whether each rung's sign and verdict are the reference rung's."""
+    primary = reports[reference].get("primary")
+    if not primary:
+        return None
+    rungs = {}
+    for rung in evaluated:
+        p = reports[rung].get("primary") or {}
+        cell = p.get("interval")
+        rungs[rung] = {"difference": cell and cell["difference"], "low": cell and cell["low"], "high": cell and cell["high"],
+                       "verdict": p.get("result") or ("noise" if cell and not p.get("why") else "not decided"),
+                       "why": p.get("why")}
+    target = rungs[reference]
+    for r in rungs.values():
+        r["sign_agrees"] = None if r["difference"] is None or target["difference"] is None else \
+            bool(np.sign(r["difference"]) == np.sign(target["difference"]) != 0)
+        r["verdict_agrees"] = r["verdict"] == target["verdict"]
+    return {"arm": primary["arm"], "reference": primary["reference"], "score": primary["score"], "rungs": rungs}
 
 
 def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: list[str], target: str,
@@ -180,11 +203,13 @@ def ladder_report(reports: dict[str, dict], compute: dict[str, float], rungs: li
     scored = [r for r in rungs if r in reports and reports[r]["arms"]]
     reference = target if target in evaluated else (evaluated[-1] if evaluated else None)
     out = {"rungs": rungs, "evaluated": evaluated, "target": target, "reference": reference,
-           "target_evaluated": target in evaluated, "compute": compute, "agreement": {}, "scores": {}}
+           "target_evaluated": target in evaluated, "compute": compute, "agreement": {}, "primary": None,
+           "scores": {}}
     if reference is None:
         return out
     decisions = {r: rung_decisions(reports[r]) for r in evaluated}
     out["agreement"] = agreement(decisions, reference)
+    out["primary"] = primary_agreement(reports, evaluated, reference)
     if not compute:
         return out
     from evaluation.metrics import DECISION

@@ -24,12 +24,14 @@ def _number(value: float, family: dict, sign: bool = False) -> str:
 
 
 def mean_cell(values: list[float | None], family: dict) -> str:
+    """Mean ± spread over the seeds, and how many seeds it rests on where some have no value."""
     present = [v for v in values if v is not None]
     if not present:
         return "-"
+    of = f" ({len(present)} of {len(values)} seeds)" if len(present) < len(values) else ""
     if len(present) == 1:
-        return _number(present[0], family)
-    return f"{_number(statistics.fmean(present), family)} ± {_number(statistics.stdev(present), family)}"
+        return _number(present[0], family) + of
+    return f"{_number(statistics.fmean(present), family)} ± {_number(statistics.stdev(present), family)}{of}"
 
 
 def diff_cell(interval: dict | None, family: dict, mark: bool = False) -> str:
@@ -37,6 +39,7 @@ def diff_cell(interval: dict | None, family: dict, mark: bool = False) -> str:
     if not interval:
         return "-"
     star = "*" if mark and interval.get("result_holm") else ""
+    star += "‡" if interval.get("seed_source") else ""
     return (f"{_number(interval['difference'], family, True)}{star} "
             f"[{_number(interval['low'], family, True)}, {_number(interval['high'], family, True)}]")
 
@@ -45,6 +48,8 @@ def verdict(cell: dict) -> str:
     """What a cell of a decision table says: a result (better or worse for the arm), or why not."""
     if cell["result"]:
         return f"**{cell['result']}**"
+    if not cell["seeds_measured"]:
+        return "not decided: one seed"
     if cell["resolved"]:
         return "resolved, not after Holm" if cell["seeds_agree"] else "resolved, seeds split"
     return "noise"
@@ -96,25 +101,60 @@ def headline_markdown(report: dict) -> list[str]:
     return lines
 
 
+def primary_markdown(report: dict) -> list[str]:
+    """The pre-registered primary decision, or that there is none."""
+    primary = report.get("primary")
+    if not primary:
+        return ["No primary decision is pre-registered (`evaluation.primary`): every table below is exploratory."]
+    family, column = primary["score"].split(":")
+    fam = report["families"][family]
+    head = f"**{primary['arm']} − {primary['reference']}** on {_decision_title(fam, family, column)}"
+    lines = ["## Primary decision (pre-registered: evaluation.primary)", ""]
+    cell = primary["interval"]
+    if primary["why"] and cell is None:
+        return lines + [f"{head}: not compared: {primary['why']}."]
+    seeds = len(cell["seeds"])
+    said = (f"{head}: {diff_cell(cell, fam)}, p = {cell['p']:.3g}, {seeds} paired seed{'s' if seeds != 1 else ''}"
+            + (f" (seed variance {cell['seed_source']})" if cell["seed_source"] else "") + ": "
+            + (f"**{primary['result']}**" if primary["result"] else
+               f"not decided ({primary['why']})" if primary["why"] else
+               "resolved, seeds split" if cell["resolved"] else "noise") + ".")
+    return lines + [said, "", "Decided alone at α = 0.05 (its interval excludes zero) with every seed agreeing in sign; "
+                    "every other difference below is exploratory, Holm over its own table."]
+
+
 def decision_markdown(report: dict) -> list[str]:
     ref, fams = report["reference_arm"], report["families"]
     shown = [(f, c) for f, c in DECISION if c in fams.get(f, {}).get("columns", {})]
     if not report["decision"]:
         return []
     tests = _tests(report["decision"])
+    exploratory = " Exploratory beside the primary decision." if report.get("primary") else ""
     lines = [f"## Decision: each arm against {ref}", "",
              f"A difference is a **result** (`better`/`worse` for the arm) when it stays resolved after Holm's "
-             f"adjustment over the {tests} differences of this table (family-wise error 5%) and every seed agrees in "
-             "sign; the 95% interval shown is each difference's own, unadjusted. `resolved, not after Holm`: its "
-             "interval excludes zero, but not once the table's other differences are counted; `noise`: this run cannot "
-             "tell it from zero. Intervals: test documents and training seeds, the seed variance each pair's own "
-             "two arms' (never pooled over other arms), a generalized interval on their degrees of freedom "
-             "(evaluation/statistics/intervals.py).", "",
+             f"adjustment over the {tests} differences of this table whose seeds' noise is measured (family-wise error "
+             "5%) and every seed agrees in sign; the 95% interval shown is each difference's own, unadjusted. "
+             "`resolved, not after Holm`: its interval excludes zero, but not once the table's other differences are "
+             "counted; `noise`: this run cannot tell it from zero; `not decided: one seed`: an arm of the pair has one "
+             "seed and no seed variance is named for it, so the interval covers the test documents alone and is no "
+             "test; ‡: an arm of the pair has one seed and the seeds' part is the variance named for it (the notes "
+             "say where it was measured or stated). Intervals: test documents and training seeds, the seed variance "
+             "each pair's own two arms' (never pooled over other arms), a generalized interval on their degrees of "
+             f"freedom (evaluation/statistics/intervals.py).{exploratory}", "",
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]
+    lines += _dropped_lines(report["decision"], fams)
     notes = notes_markdown(report)
     return lines + ([""] + notes if notes else [])
+
+
+def _dropped_lines(rows: list[dict], fams: dict) -> list[str]:
+    """The scores a pair is not compared on, and why (a task one of its arms has no documents of)."""
+    dropped = [f"{row['arm']} − {row['reference']}, {_decision_title(fams[f], f, c)}: {why}"
+               for row in rows for (f, c), why in ((key.split(":"), why) for key, why in row["dropped"])]
+    return ["", "Not compared (the pair's arms do not both have the score's tasks; the other pairs keep it): "
+            + "; ".join(dropped) + "."] if dropped else []
 
 
 def _tests(rows: list[dict]) -> int:
@@ -194,7 +234,8 @@ def pairs_table(report: dict) -> list[str]:
     lines = ["## Every pair of arms", "",
              f"As the decision table, with Holm's adjustment over the {tests} differences of this table.", "",
              "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |", "|---|" + "---|" * len(shown)]
-    return lines + [_decision_row(row, shown, fams) for row in report["every_pair"]]
+    return lines + [_decision_row(row, shown, fams) for row in report["every_pair"]] \
+        + _dropped_lines(report["every_pair"], fams)
 
 
 def format_markdown(report: dict) -> list[str]:
@@ -226,10 +267,12 @@ def noise_markdown(report: dict) -> list[str]:
              "Seed SD: spread of an arm's score across its seeds (pooled over arms). Checkpoint SD: spread over a "
              f"run's last {k} evaluated checkpoints (pooled over runs; Signal and Noise's noise, trend included). "
              "Signal: max − min of the arms' scores. Floor: the signal these arms show on average with no true "
-             "difference, at their measured noise; `above`: the signal exceeds the floor's 95th percentile, which "
-             "counts the noise's own uncertainty (`signal_floor_95` in report.json), so pure noise gets there one run "
-             "in twenty. SNR: signal / checkpoint SD (and / seed SD), each beside its value at the floor. Scores in "
-             "the family's unit (accuracy and p(gold) in points).", "",
+             "difference, at their measured noise (its mean); `above`: the signal, over the standard error of the two "
+             "arms it is made of, exceeds that ratio's 95th percentile with no difference (each arm's seed variance on "
+             "its own degrees of freedom; `signal_floor_95` in report.json is that percentile in the score's unit), so "
+             "pure noise gets there one run in twenty; `-` where an arm's seeds' noise is neither measured nor named. "
+             "SNR: signal / checkpoint SD (and / seed SD), each beside its value at the floor. Scores in the family's "
+             "unit (accuracy and p(gold) in points).", "",
              "| family | score | seed SD | checkpoint SD | signal | floor | above | SNR (floor) | SNR seeds (floor) |",
              "|---|---|---:|---:|---:|---:|---|---:|---:|"]
     for name, family in report["families"].items():
@@ -332,7 +375,7 @@ def ladder_markdown(report: dict) -> list[str]:
         compute = ladder.get("compute", {}).get(rung)
         seeds_run = sorted({seed for arm in done["arms"] for seed in done["table"][arm]["seeds"]})
         at = (f"{done['compared_tokens']:,} tokens, {len(done['arms'])} arms, seeds {', '.join(map(str, seeds_run))}"
-              + (" (an arm with one seed: intervals of the test documents only, not the seeds' noise)"
+              + (" (an arm with one seed: decided only against a seed variance named for it, its notes say which)"
                  if rung in one_seed else "")) if done["arms"] and done["compared_tokens"] else "not yet"
         lines.append(f"| {rung}{' (target)' if rung == target else ''} | {shape['non_embedding_parameters']:,} | "
                      f"{shape['tokens']:,} | {f'{compute:.3g}' if compute else '-'} | "
@@ -343,9 +386,22 @@ def ladder_markdown(report: dict) -> list[str]:
         lines += ["", f"The target rung {target} has fewer than two arms with evaluated runs: every rung below is "
                       f"read against {reference}, the largest rung where two arms have."]
     if reference in one_seed:
-        lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts, and every agreement count "
-                      "against them, leave out the seeds' noise."]
+        lines += ["", f"**{reference} has an arm with one evaluated seed**: its verdicts rest on the seed variance named "
+                      "for that arm (measured at the nearest rung where it has two seeds, or stated in evaluation.seed_sd; "
+                      "without one, none of its pairs is decided), and so does every agreement count against them."]
     fams = reports[reference]["families"]
+    if primary := ladder.get("primary"):
+        family, column = primary["score"].split(":")
+        lines += ["", f"The primary decision at every rung: {primary['arm']} − {primary['reference']} on "
+                      f"{_decision_title(fams[family], family, column)}, each rung's alone at α = 0.05 (every seed "
+                      f"agreeing), beside {reference}'s.", "",
+                  "| rung | difference [95% interval] | verdict | sign as at " + reference + " | verdict as at "
+                  + reference + " |", "|---|---|---|---|---|"]
+        for rung, r in primary["rungs"].items():
+            interval = "-" if r["difference"] is None else diff_cell(r, fams[family])
+            verdict = r["verdict"] + (f" ({r['why']})" if r["why"] else "")
+            sign = "-" if r["sign_agrees"] is None else "yes" if r["sign_agrees"] else "no"
+            lines.append(f"| {rung} | {interval} | {verdict} | {sign} | {'yes' if r['verdict_agrees'] else 'no'} |")
     lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
                   f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
                   "every seed agreeing), how many the rung resolves the same way, calls noise, or resolves the other "
@@ -410,7 +466,8 @@ def report_markdown(report: dict, suite: Suite) -> str:
     title = [f"# {_experiment(report)}: downstream scores per arm", ""]
     if not report["arms"]:
         return "\n".join(title + ["No evaluated checkpoints yet.", "", missing_text(report)])
-    sections = [title + headline_markdown(report), ladder_markdown(report), decision_markdown(report)]
+    sections = [title + headline_markdown(report), primary_markdown(report), ladder_markdown(report),
+                decision_markdown(report)]
     sections += [family_section(report, name, suite) for name in report["families"]]
     sections += [format_markdown(report), pairs_table(report), noise_markdown(report), extraction_markdown(report)]
     text = "\n\n".join("\n".join(s) for s in sections if s) + "\n"
@@ -423,7 +480,8 @@ def console_text(report: dict, suite: Suite, config: ExperimentConfig) -> str:
     title = [f"# {_experiment(report)}: downstream scores per arm", ""]
     if not report["arms"]:
         return "\n".join(title + ["No evaluated checkpoints yet."]) + "\n" + missing_text(report)
-    tables = "\n\n".join("\n".join(s) for s in (title + headline_markdown(report), decision_markdown(report)) if s)
+    tables = "\n\n".join("\n".join(s) for s in (title + headline_markdown(report), primary_markdown(report),
+                                                 decision_markdown(report)) if s)
     return "\n".join(filter(None, [tables + "\n", ladder_text(report), ledger_text(report), provenance_text(report),
                                    missing_text(report), outputs_text(config)]))
 
@@ -443,6 +501,9 @@ def ladder_text(report: dict) -> str:
     state = {r: "headline" if r == report["rung"] else "evaluated" if r in ladder["evaluated"] else
              "one arm evaluated" if reports[r]["arms"] else "not evaluated" for r in ladder["rungs"]}
     lines = ["## The model ladder", "", "rungs: " + ", ".join(f"{r} ({s})" for r, s in state.items())]
+    if primary := ladder.get("primary"):
+        lines.append(f"primary decision ({primary['arm']} − {primary['reference']}, {primary['score']}): "
+                     + "; ".join(f"{rung} {r['verdict']}" for rung, r in primary["rungs"].items()))
     if ladder["reference"] and ladder["agreement"]:
         fams = reports[ladder["reference"]]["families"]
         lines.append(f"decided as {ladder['reference']} decides (signs agree; resolved the same of those it resolves):")

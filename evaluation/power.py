@@ -60,7 +60,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 
 import numpy as np
@@ -72,7 +72,7 @@ from evaluation.metrics import DECISION, Family, families
 from evaluation.runs import compare, load_runs
 from evaluation.statistics.intervals import LEVEL, arm_scores, critical_difference, interaction_variance
 from evaluation.tasks.clean_text import clean_text_tasks
-from evaluation.tasks.suite import CATEGORIES, CATEGORY_TITLES, Suite, load_suite
+from evaluation.tasks.suite import CATEGORY_TITLES, Suite, load_suite
 
 POWER = 0.80
 PAPER_EFFECT = 0.0108  # Dripper - Trafilatura on the average, Table 5
@@ -107,6 +107,9 @@ class ScoreNoise:
     interaction: float  # sum_t w_t^2 2 sigma_int,t^2 / n_t: both arms' interaction over the documents, at one seed
     terms: tuple[tuple[float, float, int], ...]  # per task (w^2 fixed_t / n, w^2 2 sigma_int,t^2 / n, n)
     seed: tuple[float, float]  # each arm's variance of the score across its seeds (shift and interaction)
+    # the degrees of freedom the seed variances were estimated on (from a run): () known (assumed);
+    # one value: one estimate both arms share (pooled over a run's arms); two: each arm's own
+    seed_df: tuple[float, ...] = ()
 
     def variance(self, seeds: int) -> float:
         """Var of the paired difference, mean over `seeds` paired seeds."""
@@ -132,40 +135,52 @@ def score_noise(weights: dict[str, float], units: dict[str, dict[str, float]], i
 # ---------------------------------------------------------------- the decision, simulated
 
 
-def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float) -> tuple[np.ndarray, float]:
+def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) \
+        -> tuple[np.ndarray, np.ndarray]:
     """Per simulated run, how far above zero the mean difference must lie for the report to call
     it a result (the critical difference of its own noise estimates, and every seed's difference
-    on the same side), and the true standard deviation of that mean."""
-    # scrambled Sobol points (fixed seed): the power curve's noise shrinks like 1 / DRAWS, not its root
-    u = qmc.Sobol(2 * seeds + 1, seed=0).random(DRAWS)
+    on the same side), and the true standard deviation of that mean. Seed variances estimated from
+    a run (`noise.seed_df`) are not taken as the truth: each simulated run first draws the true
+    ones from their fiducial distribution (the estimate x nu / W, W ~ chi2(nu), as the intervals
+    do), so that the power is the average over what the run's estimate leaves possible."""
+    # scrambled Sobol points (fixed seed): the power curve's noise shrinks like 1 / draws, not its root
+    draws = draws or DRAWS
+    u = np.clip(qmc.Sobol(2 * seeds + 1 + len(noise.seed_df), seed=0).random(draws), 1e-12, 1 - 1e-12)
     parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
     df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
-    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df) else 1.0)
-    shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * math.sqrt(v) for k, v in enumerate(noise.seed)]
+    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df)
+                                                             else np.ones(draws))  # no documents' noise: known
+    factors = [nu / stats.chi2.ppf(u[:, 1 + 2 * seeds + k], nu) for k, nu in enumerate(noise.seed_df)] or [1.0]
+    true = [v * factors[k % len(factors)] * np.ones(draws) for k, v in enumerate(noise.seed)]
+    shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * np.sqrt(v)[:, None] for k, v in enumerate(true)]
     a, b = (s.var(axis=1, ddof=1) / seeds for s in shifts)
     with np.errstate(invalid="ignore", divide="ignore"):
         seeds_df = np.where(a + b > 0, (a + b) ** 2 / (a ** 2 + b ** 2) * (seeds - 1), np.inf)
-    spread = np.full(DRAWS, noise.interaction / seeds)
-    h = critical_difference(alpha, documents, spread, np.full(DRAWS, df), a + b, seeds_df, tolerance=1e-4)
+    spread = np.full(draws, noise.interaction / seeds)
+    h = critical_difference(alpha, documents, spread, np.full(draws, df), a + b, seeds_df, tolerance=1e-4)
     residuals = (shifts[1] - shifts[1].mean(axis=1, keepdims=True)) - (shifts[0] - shifts[0].mean(axis=1, keepdims=True))
-    return np.maximum(h, (-residuals).max(axis=1)), math.sqrt(noise.variance(seeds))
+    return np.maximum(h, (-residuals).max(axis=1)), np.sqrt(noise.fixed + (true[0] + true[1]) / seeds)
 
 
-def power_at(difference: float, threshold: tuple[np.ndarray, float]) -> float:
+def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> float:
     """The chance the report calls a true `difference` (> 0) a result in its direction."""
     h, sd = threshold
     return float(np.mean(special.ndtr((abs(difference) - h) / sd)))
 
 
-def mdd(noise: ScoreNoise, seeds: int, alpha: float) -> float | None:
-    """The true difference the report calls a result 80% of the time; None below two seeds (one
-    seed does not measure the seeds' noise a result must beat) or without any noise (a score that
-    never varies: the report calls nothing there a result)."""
+def mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float | None:
+    """The true difference the report calls a result 80% of the time (on average over the seed
+    variances a run's estimate leaves possible, where `noise.seed_df` says it is one); None below
+    two seeds (one seed does not measure the seeds' noise a result must beat) or without any noise
+    (a score that never varies: the report calls nothing there a result)."""
     if seeds < 2 or noise.variance(seeds) == 0:
         return None
-    threshold = decision_threshold(noise, seeds, alpha)
-    high = float(threshold[0].max()) + 10 * threshold[1]
-    return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * high))
+    threshold = decision_threshold(noise, seeds, alpha, draws)
+    typical = float(np.median(threshold[0]) + np.median(threshold[1]))
+    high = typical
+    while power_at(high, threshold) < POWER:
+        high *= 2
+    return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * typical))
 
 
 def seeds_needed(difference: float, noise_at) -> int | None:
@@ -217,45 +232,79 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
     return out
 
 
-def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions()) \
-        -> dict[str, ScoreNoise]:
-    """The noise of the accuracy average, each category and each benchmark, with the same assumed
-    noise for every benchmark."""
-    units = {b.name: {f"{b.name}/{i}": 1 / len(b.tasks) for i in range(len(b.tasks))} for b in suite.benchmarks}
-    counts = {f"{b.name}/{i}": n for b in suite.benchmarks for i, n in enumerate(items[b.name])}
+def informative(measured: dict[str, UnitNoise] | None, unit: str) -> bool:
+    """Whether a run measured a unit's item correlation: its documents' values varied, and some arm
+    differed from another somewhere (a model that answers every document alike says nothing of rho)."""
+    n = (measured or {}).get(unit)
+    return n is not None and n.item_variance > 0 and n.item_correlation < 1
+
+
+def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
+                  family: Family | None = None, measured: dict[str, UnitNoise] | None = None) -> dict[str, ScoreNoise]:
+    """The noise of every column (average, categories) and benchmark of a family (default: the
+    suite's accuracy), with the same assumed noise for every benchmark; with `measured` (a run's,
+    item_noise), each benchmark's item correlation rho as measured, and its document variance too
+    where nothing is assumed for it (a continuous family; accuracy keeps p (1 − p) at `a.accuracy`,
+    as a small model near chance says little of a large one's); the seed-by-document share and the
+    seeds' noise stay assumed (`a`)."""
+    family = family or families(suite, [])["accuracy"]
+    tasks = {b.name: b.form(suite.headline) for b in suite.benchmarks}
+    units = {u: {f"{u}/{i}": w for i, w in enumerate(ws.values())} for u, ws in family.units.items()}
+    counts = {f"{u}/{i}": items[u][min(i, len(items[u]) - 1)] for u in family.units for i in range(len(tasks[u]))}
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
-    noise = {b.name: same for b in suite.benchmarks}
-    groups = {"average": suite.benchmarks, **{c: [b for b in suite.benchmarks if b.category == c] for c in CATEGORIES}}
-    out = {name: score_noise({b.name: 1 / len(bs) for b in bs}, units, counts, noise, a.seed_correlation)
-           for name, bs in groups.items()}
-    for b in suite.benchmarks:
-        out[b.name] = score_noise({b.name: 1.0}, units, counts, noise, a.seed_correlation)
-    return out
+    noise = {u: replace(same, item_correlation=measured[u].item_correlation,
+                        item_variance=same.item_variance if family.name == "accuracy" else measured[u].item_variance)
+             if informative(measured, u) else same for u in family.units}
+    out = {c: score_noise(w, units, counts, noise, a.seed_correlation) for c, w in family.columns.items()
+           if c != "average_centered"}
+    return out | {u: score_noise({u: 1.0}, units, counts, noise, a.seed_correlation) for u in family.units}
 
 
-def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions(),
-                 difference: float | None = None) -> dict:
+def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions(), difference: float | None = None,
+                 measured: tuple[dict[str, dict[str, UnitNoise]], str] | None = None) -> dict:
     """The MDD of every accuracy score of one rung (`config.for_rung`) for its seeds and trained
-    arms, under assumed noise; with `difference` (a fraction), the seeds the average needs for it."""
+    arms, under assumed noise, and the primary decision's (`evaluation.primary`, alone at 0.05);
+    with `difference` (a fraction), the seeds the average needs for it. `measured`: (family ->
+    benchmark -> a document's noise, where it was measured) from item_noise: the accuracy family's
+    documents take it, and the other families in points (p_gold) get their MDDs too; the seeds'
+    noise stays assumed."""
     suite = load_suite()
     rung = config.pretrain.rung if config.pretrain else None
     seeds = len(rung.seeds) if rung else 1
     arms = len(config.trained_arms()) or len(config.arms)
     items = task_items(config, suite)
     clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
-    levels = table_levels(families(suite, clean), arms)
-    noise = assumed_noise(items, suite, a)
-    level = {name: levels["accuracy", "columns" if name in ("average", *CATEGORIES) else "units", name] for name in noise}
-    mdd_ = {name: mdd(n, seeds, level[name][0]) for name, n in noise.items()}
+    fams = families(suite, clean)
+    levels = table_levels(fams, arms)
+    by_unit, source = measured or ({}, None)
+    shown = [name for name, f in fams.items() if name == "accuracy" or (name in by_unit and f.scale == 100)]
+    noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name)) for name in shown}
+    level = {name: {score: levels[name, "columns" if score in fams[name].columns else "units", score] for score in n}
+             for name, n in noise.items()}
+    mdds = {name: {score: mdd(x, seeds, level[name][score][0]) for score, x in n.items()} for name, n in noise.items()}
     out = {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
                      "the table each score is decided in; 80% power; see evaluation/power.py",
-           "rung": rung.name if rung else None, "assumptions": asdict(a), "seeds": seeds, "arms": arms, "items": items,
-           "mdd": mdd_, "levels": {name: {"alpha": v[0], "table": v[1]} for name, v in level.items()},
+           "rung": rung.name if rung else None, "assumptions": asdict(a), "item_noise": source,
+           "item_correlation": {name: {u: n.item_correlation if informative(by_unit[name], u) else None
+                                       for u, n in by_unit[name].items()} for name in shown if name in by_unit},
+           "seeds": seeds, "arms": arms, "items": items, "mdd": mdds["accuracy"],
+           "levels": {score: {"alpha": v[0], "table": v[1]} for score, v in level["accuracy"].items()},
+           "families": {name: {"title": fams[name].title, "mdd": mdds[name],
+                                "levels": {k: {"alpha": v[0], "table": v[1]} for k, v in level[name].items()}}
+                        for name in shown},
            "paper_effect": PAPER_EFFECT,
-           "resolves_paper_effect": mdd_["average"] is not None and mdd_["average"] <= PAPER_EFFECT}
+           "resolves_paper_effect": mdds["accuracy"]["average"] is not None and mdds["accuracy"]["average"] <= PAPER_EFFECT}
+    primary = config.evaluation.primary if config.evaluation else None
+    if primary:
+        family, column = primary.score.split(":")
+        value = mdd(noise[family][column], seeds, 1 - LEVEL) if column in noise.get(family, {}) else None
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": value,
+                          # the same pair on every shown family's average: what the choice of score costs
+                          "average_by_family": {name: mdd(n["average"], seeds, 1 - LEVEL) for name, n in noise.items()}}
     if difference is not None:
         out["difference"] = difference
-        out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["average"], level["average"][0]))
+        out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["accuracy"]["average"],
+                                                                  level["accuracy"]["average"][0]))
     return out
 
 
@@ -306,68 +355,128 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
 
 
 def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
-                         seed: tuple[float, float]) -> ScoreNoise:
-    """A score's noise from its tasks' measured per-document parts and two arms' seed variances."""
+                         seed: tuple[float, float], seed_df: tuple[float, ...] = ()) -> ScoreNoise:
+    """A score's noise from its tasks' measured per-document parts and two arms' seed variances
+    (estimated on `seed_df`: ScoreNoise)."""
     terms = tuple((w ** 2 * max(0.0, tasks[t][0]) / items[t], w ** 2 * 2 * tasks[t][1] / items[t], items[t])
                   for t, w in weights.items())
-    return ScoreNoise(sum(t[0] for t in terms), sum(t[1] for t in terms), terms, seed)
+    return ScoreNoise(sum(t[0] for t in terms), sum(t[1] for t in terms), terms, seed, seed_df)
 
 
-def run_power(config: ExperimentConfig) -> dict:
-    """Measured noise per family, the MDD of every column and unit for the configured seeds, and
-    the seeds every arm's observed difference to the reference arm would need. With fewer than two
-    seeds evaluated for every arm, `error` says so and nothing is measured."""
+@dataclass(frozen=True)
+class MeasuredFamily:
+    """A family's noise measured from a run: every arm's seeds x documents matrices on the same
+    paired seeds (measured_noise's parts, and each arm's seed variance of every score)."""
+
+    units: dict[str, UnitNoise]
+    tasks: dict[str, tuple[float, float]]
+    seed_correlation: float
+    items: dict[str, int]
+    scores: dict[tuple[str, str], dict[str, float]]  # ("columns" | "units", name) -> its task weights
+    arm_seed: dict[tuple[str, str], dict[str, float]]  # score -> arm -> its variance across the seeds
+    seeds: int  # the paired seeds it was measured on
+
+    def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
+        """A score's noise for a pair of arms (each its own seed variance, on its seeds − 1 degrees of
+        freedom), or for any pair (one variance pooled over the arms, on all their degrees of freedom)."""
+        seed = self.arm_seed[key]
+        if pair is None:
+            return measured_score_noise(self.scores[key], self.tasks, self.items,
+                                        (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
+        return measured_score_noise(self.scores[key], self.tasks, self.items, (seed[pair[0]], seed[pair[1]]),
+                                    (self.seeds - 1,) * 2)
+
+
+def measure_family(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> MeasuredFamily:
+    """The family's measured noise from every arm's matrices (arm -> task -> seeds x documents)."""
+    noise, tasks, correlation = measured_noise(family, matrices)
+    first = next(iter(matrices.values()))
+    scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
+              **{("units", u): dict(w) for u, w in family.units.items()}}
+    arm_seed = {key: {arm: float(np.var(arm_scores(m, weights), ddof=1)) for arm, m in matrices.items()}
+                for key, weights in scores.items()}
+    return MeasuredFamily(noise, tasks, correlation, {t: x.shape[1] for t, x in first.items()}, scores, arm_seed,
+                          len(next(iter(first.values()))))
+
+
+def run_matrices(config: ExperimentConfig) -> tuple[dict, dict]:
+    """One rung's comparison as power reads it: `(summary, {family: (Family, arm -> task -> seeds x
+    documents)})`, on the seeds every arm has evaluated (the summary's `measured_on_seeds`), for the
+    families every arm has every task of; no families while fewer than two arms have two such seeds."""
     suite = load_suite()
     clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
     comparison = compare(load_runs(config), config.evaluation.average_last if config.evaluation else 1)
     arms = [arm for arm in config.arms if arm in comparison.by_arm]
     paired = sorted(set.intersection(*(set(comparison.by_arm[a]) for a in arms))) if arms else []
+    summary = {"compared_steps": comparison.steps, "arms": arms, "measured_on_seeds": paired}
+    if len(arms) < 2 or len(paired) < 2:
+        return summary, {}
+    out = {}
+    for name, family in families(suite, clean).items():
+        keys = family.task_keys()
+        if all(comparison.documents(t, key) and set(arms) <= set(comparison.arms_with(t)) for t, key in keys.items()):
+            out[name] = (family, {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms})
+    return summary, out
+
+
+def item_noise(config: ExperimentConfig) -> tuple[dict[str, dict[str, UnitNoise]], str]:
+    """Per family and benchmark, a document's noise (sigma^2, rho, phi) measured on the evaluated
+    runs of `config`: its largest rung with two arms or more on two seeds or more; and which rung."""
+    for rung in reversed(config.rungs()):
+        summary, measured = run_matrices(config.for_rung(rung))
+        if measured:
+            return ({name: measure_family(family, matrices).units for name, (family, matrices) in measured.items()},
+                    f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds {summary['measured_on_seeds']})")
+    raise SystemExit(f"evaluation.power --item-noise-from: {config.name}: no rung has two arms evaluated on two seeds "
+                     "or more: nothing to measure a document's noise on")
+
+
+def run_power(config: ExperimentConfig) -> dict:
+    """Measured noise per family, the MDD of every column and unit for the configured seeds (on
+    average over the seed variances the run's estimates leave possible), the primary decision's,
+    and the seeds every arm's observed difference to the reference arm would need. With fewer than
+    two seeds evaluated for every arm, `error` says so and nothing is measured."""
+    summary, measured = run_matrices(config)
+    arms, paired = summary["arms"], summary["measured_on_seeds"]
     seeds = len(config.pretrain.seeds)
-    out = {"method": "the report's decision simulated with noise measured from the run; see evaluation/power.py",
-           "rung": config.pretrain.rung.name, "seeds": seeds, "compared_steps": comparison.steps, "arms": arms,
-           "measured_on_seeds": paired, "families": {}}
+    out = {"method": "the report's decision simulated with noise measured from the run, the seed variances' own "
+                     "uncertainty included; see evaluation/power.py",
+           "rung": config.pretrain.rung.name, "seeds": seeds, **summary, "families": {}}
     if arms and len(paired) < 2:
         out["error"] = (f"seed noise is not measured: {len(paired)} seed{'s' if len(paired) != 1 else ''} "
                         f"({paired}) evaluated for every arm at the compared step, and the seeds' noise needs 2 or more. "
                         "Until a second seed is evaluated, `python -m evaluation.power CONFIG` (without --from-run) "
                         "gives the power under assumed noise (--seed-std).")
         return out
-    measurable = {name: f for name, f in families(suite, clean).items() if len(arms) > 1
-                  and all(comparison.documents(t, key) for t, key in f.task_keys().items())}
-    levels = table_levels(measurable, len(arms))  # the decision table holds the scores the run has
-    for name, family in measurable.items():
-        keys = family.task_keys()
-        matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms}
-        noise, tasks, correlation = measured_noise(family, matrices)
-        items = {t: matrices[arms[0]][t].shape[1] for t in keys}
-        scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
-                  **{("units", u): dict(w) for u, w in family.units.items()}}
-        arm_seed = {key: {arm: float(np.var(arm_scores(matrices[arm], weights), ddof=1)) for arm in arms}
-                    for key, weights in scores.items()}
-
-        def noise_at(key, pair, tasks=tasks, items=items, arm_seed=arm_seed, scores=scores):
-            seed = arm_seed[key]
-            both = (float(np.mean(list(seed.values()))),) * 2 if pair is None else (seed[pair[0]], seed[pair[1]])
-            return measured_score_noise(scores[key], tasks, items, both)
-
+    levels = table_levels({name: family for name, (family, _) in measured.items()}, len(arms))
+    measured_at = {}
+    for name, (family, matrices) in measured.items():
+        m = measured_at[name] = measure_family(family, matrices)
         differences = {}
         for arm in arms[1:]:
             differences[arm] = {}
-            for key, weights in scores.items():
+            for key, weights in m.scores.items():
                 d = sum(w * float((matrices[arm][t] - matrices[arms[0]][t]).mean()) for t, w in weights.items())
                 differences[arm][key[1]] = {"difference": d}
                 if levels[name, *key][1] == "decision table":  # elsewhere the MDD alone (a scan costs seconds)
                     level = levels[name, *key][0]
                     differences[arm][key[1]]["seeds_needed"] = seeds_needed(
-                        d, lambda s, k=key, a=arm, level=level: (noise_at(k, (arms[0], a)), level))
+                        d, lambda s, k=key, a=arm, level=level, m=m: (m.noise(k, (arms[0], a)), level))
         out["families"][name] = {
-            "title": family.title, "scale": family.scale, "unit": family.unit, "items": items,
-            "noise": {u: asdict(n) for u, n in noise.items()}, "seed_correlation": correlation,
-            "arm_seed_sd": {key[1]: {arm: math.sqrt(v) for arm, v in by_arm.items()} for key, by_arm in arm_seed.items()},
-            "mdd": {key[1]: mdd(noise_at(key, None), seeds, levels[name, *key][0]) for key in scores},
-            "levels": {key[1]: {"alpha": levels[name, *key][0], "table": levels[name, *key][1]} for key in scores},
-            "titles": {key[1]: family.column_titles.get(key[1], key[1]) for key in scores},
+            "title": family.title, "scale": family.scale, "unit": family.unit, "items": m.items,
+            "noise": {u: asdict(n) for u, n in m.units.items()}, "seed_correlation": m.seed_correlation,
+            "arm_seed_sd": {key[1]: {arm: math.sqrt(v) for arm, v in by_arm.items()} for key, by_arm in m.arm_seed.items()},
+            "mdd": {key[1]: mdd(m.noise(key), seeds, levels[name, *key][0]) for key in m.scores},
+            "levels": {key[1]: {"alpha": levels[name, *key][0], "table": levels[name, *key][1]} for key in m.scores},
+            "titles": {key[1]: family.column_titles.get(key[1], key[1]) for key in m.scores},
             "differences": differences}
+    primary = config.evaluation.primary if config.evaluation else None
+    if primary:
+        family, column = primary.score.split(":")
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None}
+        if family in measured_at and ("columns", column) in measured_at[family].scores:
+            pair = tuple(primary.pair) if set(primary.pair) <= set(arms) else None  # its own arms' seeds, where they ran
+            out["primary"]["mdd"] = mdd(measured_at[family].noise(("columns", column), pair), seeds, 1 - LEVEL)
     return out
 
 
@@ -378,21 +487,52 @@ def mdd_text(value: float | None, scale: float, decimals: int) -> str:
     return f">{100:.{decimals}f}" if scale == 100 and value > 1 else f"{scale * value:.{decimals}f}"
 
 
+def print_primary(report: dict) -> None:
+    primary = report.get("primary")
+    if not primary:
+        return
+    family, _ = primary["score"].split(":")
+    scale = 100 if family in ("accuracy", "p_gold") else 1
+    value = primary["mdd"]
+    shown = (f"{mdd_text(value, scale, 2 if scale == 100 else 3)}{' points' if scale == 100 else ''}" if value is not None
+             else "not measured here" if "from_run" in report else
+             f"nothing assumed for {family}'s documents: measure them on a run (--item-noise-from CONFIG)"
+             if family not in report["families"] else "needs 2 seeds or more")
+    print(f"  primary decision (evaluation.primary: {' − '.join(primary['pair'])} on {primary['score']}, alone at "
+          f"{primary['alpha']:.2g}): {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
+                                                 f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
+                                                 if scale == 100 and value is not None and "paper_effect" in report else ""))
+    if len(primary.get("average_by_family", {})) > 1:
+        print("    the same pair on each family's average, alone at the same level: " + "; ".join(
+            f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))
+
+
 def print_power(report: dict) -> None:
     a = report["assumptions"]
     rung = f"rung {report['rung']}: " if report["rung"] else ""
+    measured = {name: [v for v in r.values() if v is not None] for name, r in report["item_correlation"].items()}
+    documents = (f"item correlation measured on {report['item_noise']} (mean over benchmarks "
+                 + ", ".join(f"{name} {sum(v) / len(v):.2f}" for name, v in measured.items() if v)
+                 + "; where every arm answered every document alike, 0.5 assumed)" if report["item_noise"] else
+                 f"assumed accuracy {a['accuracy']:.2f}, item correlation {a['item_correlation']:.2f} (assumed)")
     print(f"{rung}Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
-          f"seeds, {report['arms']} arms; assumed accuracy {a['accuracy']:.2f}, item correlation "
-          f"{a['item_correlation']:.2f}, seed std {100 * a['seed_std']:.2f} points per benchmark, seed-by-document "
-          f"share {a['seed_item_share']:.2f}, seed correlation across benchmarks {a['seed_correlation']:.2f}):")
+          f"seeds, {report['arms']} arms; {documents}, seed std {100 * a['seed_std']:.2f} points per benchmark, "
+          f"seed-by-document share {a['seed_item_share']:.2f}, seed correlation across benchmarks "
+          f"{a['seed_correlation']:.2f} (assumed)):")
+    print_primary(report)
     titles = {"average": "Avg", **CATEGORY_TITLES}
-    for key, title in titles.items():
-        value, level = report["mdd"][key], report["levels"][key]
-        shown = f"{mdd_text(value, 100, 2):>7} points" if value is not None else "  needs 2 seeds or more"
-        print(f"  {title:<18} {shown}  ({level['table']}, tested at {level['alpha']:.4g})")
+    for family in report["families"].values():
+        if len(report["families"]) > 1:
+            print(f"  {family['title']}:")
+        for key, title in titles.items():
+            if key not in family["mdd"]:
+                continue
+            value, level = family["mdd"][key], family["levels"][key]
+            shown = f"{mdd_text(value, 100, 2):>7} points" if value is not None else "  needs 2 seeds or more"
+            print(f"  {title:<18} {shown}  ({level['table']}, tested at {level['alpha']:.4g})")
     verdict = "can" if report["resolves_paper_effect"] else "cannot"
     print(f"  this run {verdict} resolve an effect the size of the paper's "
-          f"+{100 * report['paper_effect']:.2f} points on the average")
+          f"+{100 * report['paper_effect']:.2f} points on the accuracy average in its decision table")
     if "difference" in report:
         needed = report["seeds_needed"]
         print(f"  {100 * report['difference']:.2f} points on the average: "
@@ -412,6 +552,7 @@ def print_run_power(report: dict) -> None:
           "out of reach of a score in points). seed sd: net of the seed-by-document part (0: the seeds spread no "
           "more than that part explains); diff, seeds: each arm's difference to the reference and the fewest seeds "
           f"that resolve it 80% of the time (>{MAX_SEEDS}: none up to {MAX_SEEDS}):")
+    print_primary(report | {"from_run": True})
     for f in report["families"].values():
         decimals = 2 if f["scale"] == 100 else 3
         print(f"\n{f['title']} ({f['unit']}); seed correlation across benchmarks {f['seed_correlation']:.2f}")
@@ -436,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config")
     parser.add_argument("--from-run", action="store_true", help="measure the noise from the run's evaluated checkpoints")
     parser.add_argument("--accuracy", type=float, default=PowerAssumptions.accuracy)
-    parser.add_argument("--item-correlation", type=float, default=PowerAssumptions.item_correlation)
+    parser.add_argument("--item-correlation", type=float)
     parser.add_argument("--seed-std", type=float, default=100 * PowerAssumptions.seed_std,
                         help="standard deviation of a benchmark's score across seeds, in points")
     parser.add_argument("--seed-item-share", type=float, default=PowerAssumptions.seed_item_share,
@@ -445,6 +586,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="correlation of one seed's shifts across benchmarks (0-1)")
     parser.add_argument("--difference", type=float,
                         help="a true difference on the accuracy average, in points: the seeds each rung needs for it")
+    parser.add_argument("--item-noise-from", metavar="CONFIG",
+                        help="measure a document's noise per benchmark (item variance, item correlation rho, seed-by-"
+                             "document share) on another config's evaluated runs (its largest rung with two arms on two "
+                             "seeds) instead of assuming it; the seeds' noise stays assumed; with --item-correlation "
+                             "given, that rho replaces the measured one")
     parser.add_argument("--rung", help="one rung of pretrain.ladder (default: every rung)")
     parser.add_argument("--json", action="store_true", help="print the JSON (by rung) instead of the tables")
     args = parser.parse_args(argv)
@@ -453,8 +599,15 @@ def main(argv: list[str] | None = None) -> int:
         rungs = [config.for_rung(args.rung).rungs()[0]] if args.rung else config.rungs()
     except ValueError as e:
         raise SystemExit(f"evaluation.power: {e}") from None
-    assumptions = PowerAssumptions(args.accuracy, args.item_correlation, args.seed_std / 100, args.seed_item_share,
-                                   args.seed_correlation)
+    rho = PowerAssumptions.item_correlation if args.item_correlation is None else args.item_correlation
+    assumptions = PowerAssumptions(args.accuracy, rho, args.seed_std / 100, args.seed_item_share, args.seed_correlation)
+    measured = None
+    if args.item_noise_from:
+        by_unit, source = item_noise(load_experiment_or_exit(args.item_noise_from))
+        if args.item_correlation is not None:
+            by_unit = {f: {u: replace(n, item_correlation=rho) for u, n in units.items()} for f, units in by_unit.items()}
+            source += f", item correlation {rho} (assumed)"
+        measured = by_unit, source
     reports, refused = {}, 0
     for rung in rungs or [None]:
         one = config.for_rung(rung) if rung else config
@@ -466,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
                 refused += 1
                 continue
         else:
-            report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None)
+            report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None, measured)
         reports[rung] = report
         if not args.json:
             (print_run_power if args.from_run else print_power)(report)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import statistics
 import sys
 from itertools import combinations
@@ -59,6 +60,7 @@ from evaluation.runs import Comparison, Run, compare, load_runs, run_score, shor
 from evaluation.statistics.intervals import (
     LEVEL,
     Matrices,
+    SeedVariance,
     decidable_beyond,
     holm,
     interaction_variance,
@@ -158,25 +160,33 @@ def last_checkpoints(scores: dict, kind: str, name: str, last_step: int, k: int)
 
 
 def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[str, list[int]],
-                 views: dict[str, dict[str, np.ndarray]] | None = None, bounds: bool = True) -> dict:
+                 views: dict[str, dict[str, np.ndarray]] | None = None, bounds: bool = True,
+                 named: dict[tuple[str, str], dict[str, SeedVariance]] | None = None) -> dict:
     """Every score of a family per arm and seed, and the paired difference of every pair of arms on
     it, from per-document values: `matrices`, arm -> task -> its seeds x documents (rows in the
-    order of `seeds_of[arm]`, the same documents for every arm; a task without documents absent).
-    `views`: clean-text set -> arm -> seeds x documents of plain − Markdown, on the documents both
-    views share: the view-by-arm interaction of every pair. Per-benchmark differences are
-    Holm-adjusted over every pair and benchmark of the family. `bounds=False`: p-values without the
-    intervals' bounds (bench/calibration.py, thousands of runs)."""
+    order of `seeds_of[arm]`, the same documents for every arm that has the task; a task an arm
+    lacks absent). Each pair is compared on the scores whose tasks both arms have; the others are
+    named in its `dropped`. `views`: clean-text set -> arm -> seeds x documents of plain − Markdown,
+    on the documents both views share: the view-by-arm interaction of every pair. `named`: (kind,
+    score) -> arm -> the seed variance named for an arm with one seed (another rung's, or the
+    config's); without one, its pairs' intervals cover the documents alone and decide nothing.
+    Per-benchmark differences are Holm-adjusted over every pair and benchmark of the family whose
+    seeds' noise is in the interval. `bounds=False`: p-values without the intervals' bounds
+    (bench/calibration.py, thousands of runs)."""
     arms = list(matrices)
-    present = set.intersection(*(set(m) for m in matrices.values())) if arms else set()
-    scores = {key: w for key, w in family.scores().items() if set(w) <= present}
     finals: dict[str, dict] = {"units": {}, "columns": {}}
-    variances = {}
+    variances: dict[tuple[str, str], dict[str, SeedVariance]] = {}
     means = {arm: {t: x.mean(axis=1) for t, x in m.items()} for arm, m in matrices.items()}
-    for (kind, name), weights in scores.items():
-        per_seed = {arm: sum(w * means[arm][t] for t, w in weights.items()) for arm in arms}
+    for (kind, name), weights in family.scores().items():
+        have = [arm for arm in arms if set(weights) <= set(matrices[arm])]
+        if not have:
+            continue
+        per_seed = {arm: sum(w * means[arm][t] for t, w in weights.items()) for arm in have}
         offset = family.offsets.get(name, 0.0)
         finals[kind][name] = {arm: [float(v) - offset for v in values] for arm, values in per_seed.items()}
-        variances[kind, name] = {arm: seed_variance(values) for arm, values in per_seed.items()}
+        variances[kind, name] = {arm: seed_variance(values) if len(values) > 1 else
+                                 (named or {}).get((kind, name), {}).get(arm, seed_variance(values))
+                                 for arm, values in per_seed.items()}
     view_variances = {s: {arm: seed_variance(m.mean(axis=1)) for arm, m in by_arm.items()} for s, by_arm in (views or {}).items()}
     pairs: dict[str, dict] = {}
     interactions: dict[str, dict] = {s: {} for s in views or {}}
@@ -192,33 +202,47 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
     for a, b in combinations(arms, 2):
         name = f"{b} − {a}"
         paired = sorted(set(seeds_of[a]) & set(seeds_of[b]))
-        pairs[name] = {"units": {}, "columns": {}, "seeds": paired}
+        pairs[name] = {"units": {}, "columns": {}, "seeds": paired, "dropped": {}}
         if not paired:
             pairs[name]["not_compared"] = f"no seed in common ({a}: seeds {seeds_of[a]}, {b}: seeds {seeds_of[b]})"
             continue
+        present = set(matrices[a]) & set(matrices[b])
         rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
         tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]],
                               (interaction(a, t, rows[a]), interaction(b, t, rows[b]))) for t in present}
-        for (kind, score), weights in scores.items():
-            batch.append((tasks, weights, variances[kind, score][a], variances[kind, score][b]))
-            where.append((pairs[name][kind], score, paired))
+        for (kind, score), by_arm in variances.items():
+            weights = family.scores()[kind, score]
+            if not set(weights) <= present:
+                lacking = {arm: sorted(set(weights) - set(matrices[arm])) for arm in (a, b)}
+                pairs[name]["dropped"][f"{kind}:{score}"] = "; ".join(
+                    f"{arm} has no documents of {', '.join(t)}" for arm, t in lacking.items() if t)
+                continue
+            batch.append((tasks, weights, by_arm[a], by_arm[b]))
+            source = "; ".join(f"{arm}: {by_arm[arm].source}" for arm in (a, b) if by_arm[arm].source)
+            where.append((pairs[name][kind], score, paired, source))
         for s, by_arm in (views or {}).items():
+            if a not in by_arm or b not in by_arm:
+                continue
             view = {s: task_pair(by_arm[a][rows[a]], by_arm[b][rows[b]])}
             batch.append((view, {s: 1.0}, view_variances[s][a], view_variances[s][b]))
-            where.append((interactions[s], name, paired))
-    for (target, key, paired), interval in zip(where, intervals(batch, bounds=bounds), strict=True):
-        target[key] = interval.to_json() | {"seeds": paired}
-    tests = [(pair, unit) for pair, p in pairs.items() for unit in p["units"]]
+            where.append((interactions[s], name, paired, ""))
+    for (target, key, paired, source), interval in zip(where, intervals(batch, bounds=bounds), strict=True):
+        target[key] = interval.to_json() | {"seeds": paired, "seed_source": source}
+    tests = [(pair, unit) for pair, p in pairs.items() for unit, cell in p["units"].items() if cell["seeds_measured"]]
     for (pair, unit), adjusted in zip(tests, holm([pairs[pair]["units"][unit]["p"] for pair, unit in tests]), strict=True):
         cell = pairs[pair]["units"][unit]
         cell |= {"p_holm": adjusted, "resolved_holm": adjusted < 1 - LEVEL,
                  "result_holm": adjusted < 1 - LEVEL and cell["seeds_agree"]}
-    unvaried = [arm for arm, m in matrices.items() if len(seeds_of[arm]) > 1 and all(np.ptp(x, axis=0).max() == 0
-                                                                                      for x in m.values() if x.size)]
+    seed_variances: dict[str, dict] = {"units": {}, "columns": {}}  # each arm's, as its pairs use it
+    for (kind, score), by_arm in variances.items():
+        seed_variances[kind][score] = {arm: v.to_json() for arm, v in by_arm.items()}
+    unvaried = [arm for arm, m in matrices.items() if len(seeds_of[arm]) > 1 and any(x.size for x in m.values())
+                and all(np.ptp(x, axis=0).max() == 0 for x in m.values() if x.size)]
     return {"title": family.title, "lower_is_better": family.lower_is_better, "scale": family.scale, "unit": family.unit,
             "decimals": family.decimals, "units": {u: sorted(t) for u, t in family.units.items()},
             "columns": {c: family.column_titles[c] for c in family.columns},
             "finals": finals, "pairs": pairs, "interactions": interactions, "unvaried_seeds": unvaried,
+            "seed_variances": seed_variances,
             "holm_tests": len(tests)}
 
 
@@ -239,29 +263,33 @@ def view_differences(comparison: Comparison, arms: list[str], seeds_of: dict[str
         if len(shared) < max(len(d) for d in docs.values()):
             comparison.note(f"clean text {name}: the views are compared on the {len(shared)} documents both logged")
         columns = {view: [position[view][i] for i in shared] for view in tasks}
+        having = set(comparison.arms_with(tasks["plain"])) & set(comparison.arms_with(tasks["markdown"]))
         out[name] = {arm: comparison.matrix(arm, seeds_of[arm], tasks["plain"], "clean_bpb")[:, columns["plain"]]
                      - comparison.matrix(arm, seeds_of[arm], tasks["markdown"], "clean_bpb")[:, columns["markdown"]]
-                     for arm in arms}
+                     for arm in arms if arm in having}
     return out
 
 
 def family_report(family: Family, comparison: Comparison, arms: list[str], noise_k: int,
-                  clean: list[CleanTextTask] = ()) -> dict:
+                  clean: list[CleanTextTask] = (), named: dict[tuple[str, str], dict[str, SeedVariance]] | None = None) \
+        -> dict:
     """A family's scores at every checkpoint, its final scores per arm and seed, the paired
-    difference of every pair of arms, and its signal and noise."""
+    difference of every pair of arms, and its signal and noise; `named`: the seed variances named
+    for its one-seed arms (compare_arms)."""
     keys = family.task_keys()
     scores = checkpoint_scores(comparison, family)
     seeds_of = {arm: sorted(comparison.by_arm[arm]) for arm in arms}
-    matrices = {arm: {t: comparison.matrix(arm, seeds_of[arm], t, keys[t]) for t in keys if comparison.documents(t, keys[t])}
-                for arm in arms}
+    matrices = {arm: {t: comparison.matrix(arm, seeds_of[arm], t, keys[t]) for t in keys
+                      if comparison.documents(t, keys[t]) and arm in comparison.arms_with(t)} for arm in arms}
     views = view_differences(comparison, arms, seeds_of, clean) if family.name == "clean_text" else None
-    compared = compare_arms(family, matrices, seeds_of, views)
+    compared = compare_arms(family, matrices, seeds_of, views, named=named)
     noise: dict[str, dict] = {"units": {}, "columns": {}}
     for kind, by_name in compared["finals"].items():
         for name, finals in by_name.items():
             pairs = [p[kind][name] for p in compared["pairs"].values() if name in p[kind] and p[kind][name]["se"] > 0]
+            seeds = {arm: SeedVariance.from_json(v) for arm, v in compared["seed_variances"][kind][name].items()}
             noise[kind][name] = signal_and_noise(finals, last_checkpoints(scores, kind, name, comparison.steps[-1], noise_k),
-                                                 pairs)
+                                                 pairs, seeds)
     return compared | {"checkpoints": scores, "noise": noise}
 
 
@@ -269,26 +297,36 @@ def family_report(family: Family, comparison: Comparison, arms: list[str], noise
 
 
 def _decide(cells: list[dict], lower_is_better: list[bool]) -> None:
-    """Holm over the cells of one table (intervals, copied): each gets `p_holm` and its `result`,
-    better or worse for the arm where the adjusted p is below 0.05 and every seed agrees, else None."""
-    for cell, adjusted, lower in zip(cells, holm([c["p"] for c in cells]), lower_is_better, strict=True):
-        better = (cell["difference"] < 0) == lower
-        cell |= {"p_holm": adjusted, "tests": len(cells),
+    """Holm over the cells of one table (intervals, copied) whose seeds' noise is in the interval
+    (measured, or named for a one-seed arm): each gets `p_holm` and its `result`, better or worse for
+    the arm where the adjusted p is below 0.05 and every seed agrees, else None. A cell without it
+    is no test: no `p_holm`, no result, and not in the count (`tests`) Holm adjusts for."""
+    tested = [i for i, c in enumerate(cells) if c["seeds_measured"]]
+    for cell in cells:
+        cell |= {"p_holm": None, "tests": len(tested), "result": None}
+    for i, adjusted in zip(tested, holm([cells[i]["p"] for i in tested]), strict=True):
+        cell = cells[i]
+        better = (cell["difference"] < 0) == lower_is_better[i]
+        cell |= {"p_holm": adjusted,
                  "result": ("better" if better else "worse") if adjusted < 1 - LEVEL and cell["seeds_agree"] else None}
 
 
 def _table(report: dict, pairs: list[tuple[str, str]]) -> list[dict]:
-    """One row per pair (arm, reference) on the decision's scores, Holm over every cell shown."""
+    """One row per pair (arm, reference) on the decision's scores, Holm over every cell shown; a
+    score the pair is not compared on is None, and `dropped` lists [score, why]."""
     rows, cells, lower = [], [], []
     for arm, ref in pairs:
-        row = {"arm": arm, "reference": ref}
+        row: dict = {"arm": arm, "reference": ref, "dropped": []}
         for family, column in DECISION:
             fam = report["families"].get(family, {})
-            interval = fam.get("pairs", {}).get(f"{arm} − {ref}", {}).get("columns", {}).get(column)
+            pair = fam.get("pairs", {}).get(f"{arm} − {ref}", {})
+            interval = pair.get("columns", {}).get(column)
             row[f"{family}:{column}"] = dict(interval) if interval else None
             if interval:
                 cells.append(row[f"{family}:{column}"])
                 lower.append(fam["lower_is_better"])
+            elif why := pair.get("dropped", {}).get(f"columns:{column}"):
+                row["dropped"].append([f"{family}:{column}", why])
         rows.append(row)
     _decide(cells, lower)
     return rows
@@ -314,7 +352,8 @@ def format_flags(report: dict) -> list[dict]:
     family = report["families"].get("clean_text")
     if not family:
         return []
-    tests = [(s, pair, dict(i)) for s, by_pair in family["interactions"].items() for pair, i in by_pair.items()]
+    tests = [(s, pair, dict(i)) for s, by_pair in family["interactions"].items() for pair, i in by_pair.items()
+             if i["seeds_measured"]]  # one seed: the view-by-arm interaction's seeds' part is not measured, no test
     flags = []
     for (s, pair, interaction), adjusted in zip(tests, holm([i["p"] for _, _, i in tests]), strict=True):
         interaction |= {"p_holm": adjusted, "tests": len(tests)}
@@ -358,14 +397,19 @@ def statistics_notes(report: dict) -> list[str]:
     for pair, p in fams.get("accuracy", {}).get("pairs", {}).items():
         if "not_compared" in p:
             notes.append(f"{pair}: not compared, {p['not_compared']}.")
-    single = [arm for arm in report["arms"] if len(table[arm]["seeds"]) == 1]
-    if single and len(single) == len(report["arms"]):
-        notes.append("One seed per arm: the seeds' noise is not measured, and the intervals cover the test documents "
-                     "alone.")
-    elif single:
-        notes.append(f"{', '.join(single)}: one seed, so the seeds' noise of every pair with "
-                     f"{'it' if len(single) == 1 else 'them'} is not measured: those intervals cover the test documents "
-                     "alone.")
+    for arm in (a for a in report["arms"] if len(table[a]["seeds"]) == 1):
+        sources = {v["source"] or None for f in fams.values() for by_score in f["seed_variances"].values()
+                   for by_arm in by_score.values() for a, v in by_arm.items() if a == arm}
+        named = sorted(s for s in sources if s)
+        if not named:
+            notes.append(f"{arm}: one seed and no seed variance named for it, so the seeds' noise of its pairs is not "
+                         "measured: their intervals cover the test documents alone, and no table decides them (train a "
+                         "second seed, measure it at another rung of the ladder, or state evaluation.seed_sd).")
+        else:
+            notes.append(f"{arm}: one seed; its pairs are decided against its seed variance {' and '.join(named)}"
+                         + (" (where none is named for a score, that score is not decided)" if None in sources else "")
+                         + ": a result there is one against that named variance, not this rung's own seeds (the "
+                         "cells say which: ‡).")
     unvaried = {name: f["unvaried_seeds"] for name, f in fams.items() if f.get("unvaried_seeds")}
     if unvaried:
         notes.append("Every seed gave the same value on every document (" + "; ".join(
@@ -456,13 +500,82 @@ def made_by(config: ExperimentConfig) -> dict[str, dict]:
 # ---------------------------------------------------------------- the report
 
 
-def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
+def named_seed_variances(fams: dict[str, Family], single: list[str], measured_at: dict[str, dict] | None = None,
+                         stated: dict[str, float] | None = None) -> dict[str, dict]:
+    """Per family, (kind, score) -> arm -> the seed variance named for each arm of `single` (one
+    seed): its own, measured at the first rung of `measured_at` (rung -> its report, nearest first)
+    where it has two seeds or more, else the SD `stated` (`evaluation.seed_sd`) for the score (or
+    its family), taken as known; an arm with neither is left out."""
+    stated = stated or {}
+    for key in stated:
+        family, _, score = key.partition(":")
+        if family not in fams or score and score not in fams[family].columns and score not in fams[family].units:
+            raise SystemExit(f"evaluation.seed_sd: {key}: no such family or score in this run's report (families: "
+                             f"{', '.join(fams)}; a score is a column or benchmark of its family, e.g. accuracy:average)")
+    out: dict[str, dict] = {}
+    for name, family in fams.items():
+        out[name] = {}
+        for kind, score in family.scores():
+            for arm in single:
+                named = None
+                for rung, other in (measured_at or {}).items():
+                    v = other["families"].get(name, {}).get("seed_variances", {}).get(kind, {}).get(score, {}).get(arm)
+                    if v and v["df"] and not v["source"]:
+                        named = SeedVariance(v["variance"], v["df"], f"measured at rung {rung}")
+                        break
+                sd = stated.get(f"{name}:{score}", stated.get(name))
+                if named is None and sd is not None:
+                    named = SeedVariance((sd / family.scale) ** 2, math.inf, "stated in evaluation.seed_sd")
+                if named:
+                    out[name].setdefault((kind, score), {})[arm] = named
+    return out
+
+
+def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Family]) -> dict | None:
+    """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05: its
+    interval (arm − reference), `result` better or worse for the arm where p < 0.05, the seeds'
+    noise is in the interval and every seed agrees, else None, and `why` where it is not compared."""
+    primary = config.evaluation.primary if config.evaluation else None
+    if primary is None:
+        return None
+    family, column = primary.score.split(":")
+    if family not in fams or column not in fams[family].columns:
+        raise SystemExit(f"evaluation.primary.score: {primary.score}: no such score in this run's report (a family's "
+                         "column: " + ", ".join(f"{f}:{c}" for f, fam in fams.items() for c in fam.columns) + ")")
+    arm, ref = primary.pair
+    out = {"arm": arm, "reference": ref, "score": primary.score, "alpha": 1 - LEVEL, "interval": None, "result": None,
+           "why": None}
+    absent = [a for a in (arm, ref) if a not in report["arms"]]
+    if absent:
+        return out | {"why": f"{', '.join(absent)}: no evaluated run at the compared step"}
+    pairs = report["families"][family]["pairs"]
+    pair, flip = (pairs[f"{arm} − {ref}"], False) if f"{arm} − {ref}" in pairs else (pairs[f"{ref} − {arm}"], True)
+    cell = pair["columns"].get(column)
+    if cell is None:
+        return out | {"why": pair.get("not_compared") or pair["dropped"].get(f"columns:{column}", "not compared")}
+    if flip:
+        cell = cell | {"difference": -cell["difference"], "low": -cell["high"], "high": -cell["low"],
+                       "per_seed": [-d for d in cell["per_seed"]]}
+    out["interval"] = cell
+    if not cell["seeds_measured"]:
+        return out | {"why": "one seed and no seed variance named for it: the interval covers the test documents alone"}
+    better = (cell["difference"] < 0) == report["families"][family]["lower_is_better"]
+    decided = cell["p"] < 1 - LEVEL and cell["seeds_agree"]
+    return out | {"result": ("better" if better else "worse") if decided else None}
+
+
+def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_at: dict[str, dict] | None = None) -> dict:
+    """The report of one rung (`config.for_rung`); `measured_at`: the other rungs' reports, nearest
+    first, whose seeds name the seed variance of an arm with one seed here."""
     suite = suite or load_suite()
     evaluation = config.evaluation
     clean = clean_text_tasks(evaluation.clean_text) if evaluation else []
     runs = load_runs(config)
     comparison = compare(runs, evaluation.average_last if evaluation else 1)
     arms = [arm for arm in config.arms if arm in comparison.by_arm]
+    fams = families(suite, clean)
+    named = named_seed_variances(fams, [arm for arm in arms if len(comparison.by_arm[arm]) == 1], measured_at,
+                                 evaluation.seed_sd if evaluation else None)
     report = {"experiment": config.name, "rung": config.pretrain.rung.name if config.pretrain else None,
               "headline_form": suite.headline, "arms": arms,
               "reference_arm": arms[0] if arms else None,
@@ -471,8 +584,10 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None) -> dict:
               "average_last": evaluation.average_last if evaluation else 1,
               "noise_checkpoints": evaluation.noise_checkpoints if evaluation else 3,
               "table": headline_table(comparison, suite, arms),
-              "families": {name: family_report(f, comparison, arms, evaluation.noise_checkpoints if evaluation else 3, clean)
-                           for name, f in families(suite, clean).items()} if arms else {}}
+              "families": {name: family_report(f, comparison, arms, evaluation.noise_checkpoints if evaluation else 3, clean,
+                                               named[name])
+                           for name, f in fams.items()} if arms else {}}
+    report["primary"] = primary_decision(report, config, fams) if arms else None
     report["decision"] = decision_rows(report) if arms else []
     report["every_pair"] = every_pair_rows(report) if arms else []
     report["format_flags"] = format_flags(report) if arms else []
@@ -509,7 +624,13 @@ def training_compute(config: ExperimentConfig, reports: dict[str, dict]) -> dict
 def build_ladder(config: ExperimentConfig, suite: Suite) -> tuple[dict, dict | None]:
     """Every rung's report and, for a ladder of two rungs or more, what the rungs say together
     (evaluation/ladder.py): `(reports by rung, ladder)`."""
-    reports = {rung: build_report(config.for_rung(rung), suite) for rung in config.rungs()}
+    rungs = config.rungs()
+    reports = {rung: build_report(config.for_rung(rung), suite) for rung in rungs}
+    for rung, report in reports.items():  # an arm with one seed: its seed variance measured at the nearest rung
+        if len(rungs) > 1 and any(len(report["table"][arm]["seeds"]) == 1 for arm in report["arms"]):
+            i = rungs.index(rung)
+            nearest = sorted((r for r in rungs if r != rung), key=lambda r: (abs(rungs.index(r) - i), -rungs.index(r)))
+            reports[rung] = build_report(config.for_rung(rung), suite, {r: reports[r] for r in nearest})
     if len(reports) < 2:
         return reports, None
     ladder = ladder_report(reports, training_compute(config, reports), config.rungs(), config.rungs()[-1])

@@ -7,7 +7,8 @@
 - Every comparison of a task uses the documents every compared run logged with the same document
   hash (lm-eval's `doc_hash`): a samples file shorter than lm-eval's count for the task, or a
   document whose hash differs between runs, is listed with what it leaves out, never dropped
-  silently.
+  silently. An arm one of whose runs logged none of a task's documents is compared without that
+  task (the other arms keep it, on the documents their runs logged), and the notes name it.
 """
 
 from __future__ import annotations
@@ -124,23 +125,33 @@ class Comparison:
         return [r for seeds in self.by_arm.values() for rs in seeds.values() for r in rs]
 
     def documents(self, task: str, key: str) -> list[tuple[str, int]]:
-        """The documents of a task every compared run logged a `key` value for, under one hash."""
+        """The documents of a task every compared run of the arms that have it (`arms_with`) logged a
+        `key` value for, under one hash."""
         if task not in self._common:
             self._common[task] = self._common_documents(task)
         if (task, key) not in self._with_key:
+            having = self.arms_with(task)
             docs = [d for d in self._common[task]
-                    if all(value_name(key) in r.documents(task).values[d] for r in self.compared)]
+                    if all(value_name(key) in r.documents(task).values[d] for r in self.compared if r.arm in having)]
             if len(docs) < len(self._common[task]):
                 self.note(f"{task}: {len(self._common[task]) - len(docs)} documents have no {key} in some run's "
                                   f"log: {key} is compared on {len(docs)}")
             self._with_key[task, key] = docs
         return self._with_key[task, key]
 
+    def arms_with(self, task: str) -> list[str]:
+        """The arms every compared run of which logged documents of the task."""
+        return [arm for arm, seeds in self.by_arm.items() if all(r.documents(task).logged for rs in seeds.values() for r in rs)]
+
     def _common_documents(self, task: str) -> list[tuple[str, int]]:
-        runs = self.compared
-        logged = [r.documents(task) for r in runs]
-        if not runs or not any(t.logged for t in logged):
+        having = self.arms_with(task)
+        runs = [r for r in self.compared if r.arm in having]
+        if not runs:
             return []
+        for run in self.compared:
+            if run.arm not in having and not run.documents(task).logged:
+                self.note(f"{task}: {run.label()} logged none of its documents: {run.arm} is compared without {task}")
+        logged = [r.documents(task) for r in runs]
         every = sorted(set().union(*(t.hashes for t in logged)))
         common = [d for d in every if all(d in t.hashes for t in logged)]
         for run, t in zip(runs, logged, strict=True):

@@ -8,8 +8,11 @@ from bench import calibration
 
 def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_path, monkeypatch):
     settings = (calibration.Setting("2 arms, 2 seeds", 2, 2), calibration.Setting("3 arms, 3 seeds, noisier", 3, 3, 3.0),
-                calibration.Setting("2 arms, 3 seeds, at the MDD", 2, 3, at_mdd=True))
+                calibration.Setting("2 arms, 3 seeds, at the MDD", 2, 3, at_mdd=True),
+                calibration.Setting("3 arms, 1 seed, rung", 3, 1, named="rung"),
+                calibration.Setting("2 arms, 2 seeds, from the run", 2, 2, from_run=True))
     monkeypatch.setattr(calibration, "SETTINGS", settings)
+    monkeypatch.setattr(calibration, "FROM_RUN_DRAWS", 128)
     out = tmp_path / "calibration.json"
     assert calibration.main(["--replicates", "6", "--workers", "1", "--out", str(out)]) == 0
     results = json.loads(out.read_text())
@@ -19,6 +22,10 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
         assert set(r["fwer_by_table"]) >= {"decision table", "every pair", "format flags", "per-benchmark, accuracy"}
         assert 0 <= r["format_flag_rate"] <= 1
     assert results[0]["power_at_mdd"] is None and 0 <= results[2]["power_at_mdd"] <= 1 and results[2]["mdd"] > 0
+    # one seed, decided against the variance of a second rung's two seeds: the intervals hold it and are counted
+    assert results[3]["coverage_by_group"] and set(results[3]["snr_above_floor_by_score"]) == {
+        "accuracy:average", "bpb:average", "clean_text:plain", "clean_text:markdown"}
+    assert 0 <= results[4]["power_at_mdd"] <= 1 and set(results[4]["printed_mdd_over_true"]) == {"p10", "p50", "p90"}
     assert any("with the noisier arm" in group for group in results[1]["coverage_by_group"])
     split = calibration.run(settings, 6, workers=2)
     assert json.loads(json.dumps(split)) == results

@@ -2,11 +2,14 @@
 one arm noisier), the generalized interval against exact t quantiles, the tails a corrected table
 reads, and Holm's adjustment on a hand example."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from evaluation.statistics.intervals import (
+    SeedVariance,
     arm_scores,
     critical_difference,
     holm,
@@ -15,6 +18,7 @@ from evaluation.statistics.intervals import (
     seed_variance,
     tail_probability,
 )
+from evaluation.statistics.noise import studentised_range_quantile
 
 ARMS, BENCHMARKS, DOCUMENTS = 5, 13, 100
 EFFECT = 0.02  # arm 1 answers 2 points more often than arm 0, on every benchmark
@@ -112,6 +116,31 @@ def test_variances_and_interval_match_a_hand_computation():
     assert i.p == pytest.approx(2 * stats.t.sf(0.3 / i.se, welch), rel=1e-3)
 
 
+def test_one_seed_with_a_stated_seed_variance_takes_it_as_known():
+    reference = {"t": np.array([[0.0, 1.0, 0.0, 1.0]])}
+    other = {"t": reference["t"] + 0.5}  # every document shifted alike: no documents' noise
+    stated = SeedVariance(0.01, math.inf, "stated in evaluation.seed_sd")
+    i = paired_interval(reference, other, {"t": 1.0}, (stated, stated))
+    assert i.seeds_measured and i.var_seeds == pytest.approx(0.02) and i.df_seeds is None
+    assert i.high == pytest.approx(0.5 + stats.norm.isf(0.025) * math.sqrt(0.02), rel=1e-3)
+
+
+def test_the_floor_is_the_range_with_known_noise_and_rises_with_the_arms_own_spread():
+    r = np.ptp(np.random.default_rng(0).standard_normal((200_000, 5)), axis=1)
+    # the seeds' noise stated (known) and no documents' part: the range of 5 normal draws over sqrt(2) of one
+    stated = [SeedVariance(1.0, math.inf)] * 5
+    assert studentised_range_quantile(0.95, 0.0, stated, [1] * 5, [0.0] * 5) == pytest.approx(
+        np.quantile(r, 0.95) / math.sqrt(2), rel=0.02)
+    # the documents alone, likewise
+    assert studentised_range_quantile(0.95, 1.0, [SeedVariance(0.0, 1)] * 5, [2] * 5, [0.0] * 5) == pytest.approx(
+        np.quantile(r, 0.95) / math.sqrt(2), rel=0.02)
+    # each seed variance on one degree of freedom: arms' means spread far apart say the noise is larger than the
+    # seeds measured, and the floor rises (where it is not measured twice, as the seeds' own estimate is)
+    one = [SeedVariance(1.0, 1)] * 5
+    close, far = (studentised_range_quantile(0.95, 0.1, one, [2] * 5, [0.0, 0.1, 0.2, 0.3, s]) for s in (0.4, 10.0))
+    assert far > close
+
+
 def test_interval_with_one_seed_covers_the_documents_alone():
     reference = {"t": np.array([[0.0, 1.0, 0.0, 1.0]])}
     other = {"t": np.array([[1.0, 1.0, 1.0, 1.0]])}
@@ -119,7 +148,7 @@ def test_interval_with_one_seed_covers_the_documents_alone():
     assert i.difference == 0.5 and i.seed_part == 0 and i.df_documents == pytest.approx(3) and i.df_seeds is None
     assert i.se == pytest.approx(np.sqrt(np.var([1, 0, 1, 0], ddof=1) / 4))
     assert i.high == pytest.approx(0.5 + stats.t.isf(0.025, 3) * i.se, rel=1e-4)
-    assert i.seeds_agree and i.per_seed == [0.5]
+    assert i.seeds_agree and i.per_seed == [0.5] and not i.seeds_measured
 
 
 def test_the_bounds_are_where_the_p_value_crosses_five_percent():

@@ -68,3 +68,22 @@ def test_agreement_counts_signs_and_resolved_verdicts_against_the_target_rung():
     tie = agreement({"s": {("accuracy", pair): Decision(0.0, "noise")}, "l": {("accuracy", pair): Decision(1.0, "better")}},
                     target="l")
     assert tie["s"]["by_metric"]["accuracy"]["sign_agrees"] == 0
+
+
+def test_the_primary_decision_is_read_at_every_rung_against_the_reference():
+    from evaluation.ladder import primary_agreement
+
+    def report(difference, result, why=None):
+        interval = None if difference is None else {"difference": difference, "low": difference - 1, "high": difference + 1}
+        return {"primary": {"arm": "x", "reference": "ref", "score": "bpb:average", "interval": interval, "result": result,
+                            "why": why}}
+
+    reports = {"s": report(-0.02, "better"), "m": report(0.01, None), "l": report(-0.03, "better"),
+               "one": report(None, None, "x: no evaluated run at the compared step")}
+    out = primary_agreement(reports, ["s", "m", "one", "l"], "l")
+    assert (out["arm"], out["reference"], out["score"]) == ("x", "ref", "bpb:average")
+    rungs = out["rungs"]
+    assert rungs["s"]["verdict"] == "better" and rungs["s"]["sign_agrees"] and rungs["s"]["verdict_agrees"]
+    assert rungs["m"]["verdict"] == "noise" and not rungs["m"]["sign_agrees"] and not rungs["m"]["verdict_agrees"]
+    assert rungs["one"]["verdict"] == "not decided" and rungs["one"]["sign_agrees"] is None
+    assert primary_agreement({"l": {"primary": None}}, ["l"], "l") is None

@@ -129,10 +129,11 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path):
     assert accuracy["seed_correlation"] == pytest.approx(1.0)  # every benchmark shifts together
     assert accuracy["arm_seed_sd"]["average"] == pytest.approx({"a": math.sqrt(0.125), "b": 0.0})
     # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; each arm's
-    # seed variance 0.125 and 0; the decision table: one arm on the accuracy average (no other score has values)
+    # seed variance 0.125 and 0, pooled: 0.0625 on 2 degrees of freedom (one an arm), not taken as the truth; the
+    # decision table: one arm on the accuracy average (no other score has values)
     weights = {t: w for t, w in power.families(suite, []).get("accuracy").task_weights("average").items()}
     terms = tuple((w ** 2 * 0.25 / 4, 0.0, 4) for w in weights.values())
-    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625))
+    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625), (2,))
     assert accuracy["mdd"]["average"] == pytest.approx(mdd(by_hand, 2, 0.05))
     observed = accuracy["differences"]["b"]["average"]
     assert observed["difference"] == pytest.approx(0.5)
@@ -187,3 +188,53 @@ def test_a_ladder_gets_each_rungs_mdd_for_its_own_seeds_and_trained_arms(tmp_pat
     assert by_rung["small"]["seeds_needed"] == by_rung["large"]["seeds_needed"]  # assumed noise: the same at every rung
     with pytest.raises(SystemExit, match="no rung 'huge'"):
         power.main([str(path), "--rung", "huge"])
+
+
+def test_an_mdd_printed_from_a_run_holds_on_average_over_the_runs_it_could_come_from():
+    """A pilot measures each arm's seed variance on one degree of freedom (2 arms x 2 seeds, pooled: 2).
+    The printed MDD averages the power over what that estimate leaves possible, so over pilots (their
+    estimates at evenly spaced quantiles of chi2(2) / 2) the power at the printed MDD averages 80%;
+    taking the estimate as the truth, as before, prints MDDs that hold far less often."""
+    terms = ((1e-6, 0.0, 1000),)  # the seeds are the noise
+    truth = ScoreNoise(1e-6, 0.0, terms, (1e-4, 1e-4))
+    at_truth = power.decision_threshold(truth, 2, 0.05 / 4)
+    pilots = stats.chi2.ppf((np.arange(12) + 0.5) / 12, 2) / 2
+    held, naive = [], []
+    for w in pilots:
+        seed = (1e-4 * w,) * 2
+        held.append(power.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed, (2,)), 2, 0.05 / 4, draws=512), at_truth))
+        naive.append(power.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed), 2, 0.05 / 4, draws=512), at_truth))
+    assert np.mean(held) == pytest.approx(0.80, abs=0.03)
+    assert np.mean(naive) < 0.70
+
+
+def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_primary_decision(tmp_path, monkeypatch):
+    monkeypatch.setattr(power, "DRAWS", 256)  # what is tested is which noise each family's MDD takes
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "hub", "primary": {"pair": ["b", "a"], "score": "p_gold:average"}})
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    config = ExperimentConfig.model_validate(raw)
+    suite = load_suite()
+    fams = power.families(suite, [])
+
+    def measured(rho: float) -> dict:
+        return {name: {u: UnitNoise(0.04 if name == "p_gold" else 0.25, rho, 0.0, 0.0) for u in fams[name].units}
+                for name in ("accuracy", "p_gold")}
+
+    low, high = (power.power_report(config, measured=(measured(rho), f"rho {rho}")) for rho in (0.5, 0.9))
+    assert set(low["families"]) == {"accuracy", "p_gold"} and low["item_noise"] == "rho 0.5"
+    assert high["families"]["p_gold"]["mdd"]["average"] < low["families"]["p_gold"]["mdd"]["average"]
+    assert high["item_correlation"]["p_gold"]["ARC"] == 0.9
+    # a benchmark every arm answered alike measured no correlation: the assumed one stays, and says so
+    alike = measured(0.5)
+    alike["accuracy"]["BoolQ"] = UnitNoise(0.24, 1.0, 0.0, 0.0)
+    same = power.power_report(config, measured=(alike, "alike"))
+    assert same["item_correlation"]["accuracy"]["BoolQ"] is None and same["mdd"]["BoolQ"] == low["mdd"]["BoolQ"]
+    # the primary decision, alone at 0.05, needs less than the decision table's cell at 0.05 / 2
+    primary = low["primary"]
+    assert primary["score"] == "p_gold:average" and primary["alpha"] == pytest.approx(0.05)
+    assert primary["average_by_family"]["p_gold"] == primary["mdd"]
+    assert set(primary["average_by_family"]) == {"accuracy", "p_gold"}
+    assert primary["mdd"] < power.mdd(power.assumed_noise(power.task_items(config, suite), suite,
+                                                          family=fams["p_gold"], measured=measured(0.5)["p_gold"])["average"],
+                                      3, 0.05 / 2)
+    assert power.power_report(config)["primary"]["mdd"] is None  # p(gold) has no assumed document noise

@@ -213,7 +213,7 @@ def test_the_same_difference_in_both_views_is_not_format_dependent(tmp_path):
 def decision_report(cells: dict[str, list[tuple[float, bool]]]) -> dict:
     """A report of arms whose accuracy averages against `a` have the given (p-value, seeds agree)."""
     arms = ["a", *cells]
-    pairs = {f"{arm} − a": {"columns": {"average": {"difference": 0.01, "p": p, "seeds_agree": agree}}}
+    pairs = {f"{arm} − a": {"columns": {"average": {"difference": 0.01, "p": p, "seeds_agree": agree, "seeds_measured": True}}}
              for arm, [(p, agree)] in cells.items()}
     return {"arms": arms, "reference_arm": "a", "families": {"accuracy": {"lower_is_better": False, "pairs": pairs}}}
 
@@ -255,6 +255,7 @@ def test_seeds_that_change_nothing_are_named(tmp_path):
     report = build_report(config, SUITE)
     (note,) = [n for n in report["statistics_notes"] if n.startswith("Every seed gave the same value")]
     assert "a, b on accuracy" in note and "covers the test documents alone" in note
+    assert "bits/byte" not in note  # a family absent from the logs measured nothing, the same or not
     assert report["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]["var_seeds"] == 0
 
 
@@ -355,4 +356,125 @@ def test_a_ladder_reports_every_rung_and_whether_the_small_ones_decide_as_the_la
         shutil.rmtree(config.for_rung("mid").eval_dir("a", seed))
     assert main([str(path)]) == 0
     md = (out / "report.md").read_text()
-    assert "**mid has an arm with one evaluated seed**" in md and "an arm with one seed: intervals" in md
+    assert "**mid has an arm with one evaluated seed**" in md and "an arm with one seed: decided only against" in md
+    # mid's one-seed arm a is decided against its seeds' variance at the nearest rung where it has three (small and
+    # large are as near: the larger)
+    mid = json.loads((out / "report.json").read_text())["ladder"]["reports"]["mid"]
+    assert mid["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]["seed_source"] == "a: measured at rung large"
+
+
+def shifted_runs(config, shifts: dict[str, float], seeds=(1,), n: int = 200, rng_seed: int = 8, skip=()):
+    """Arms whose every task is right on 40% of documents plus `shifts[arm]`, one seed each; `skip`:
+    (arm, seed, task) left out of that run's logs."""
+    rng = np.random.default_rng(rng_seed)
+    base = {t: rng.random(n) for t in SUITE.all_tasks()}
+    for arm, shift in shifts.items():
+        for seed in seeds:
+            noise = rng.normal(0, 0.02)  # a seed's shift of the whole arm
+            write_run(config, arm, seed, 5, {t: (u < 0.4 + shift + noise).astype(float) for t, u in base.items()
+                                             if (arm, seed, t) not in skip})
+
+
+def test_one_seed_per_arm_decides_nothing_without_a_named_seed_variance(tmp_path):
+    config = config_for(tmp_path, seeds=(1,))
+    shifted_runs(config, {"a": 0.0, "b": 0.3})  # a large difference: the documents alone would call it
+    report = build_report(config, SUITE)
+    (row,) = report["decision"]
+    cell = row["accuracy:average"]
+    assert cell["p"] < 1e-6 and not cell["seeds_measured"] and cell["result"] is None and cell["p_holm"] is None
+    assert cell["tests"] == 0 and report["families"]["accuracy"]["holm_tests"] == 0
+    assert all(c.get("result_holm") is None for c in report["families"]["accuracy"]["pairs"]["b − a"]["units"].values())
+    assert any(n.startswith("a: one seed and no seed variance named") for n in report["statistics_notes"])
+    assert report["families"]["accuracy"]["noise"]["columns"]["average"]["above_floor"] is None
+    assert "not decided: one seed" in report_markdown(report, SUITE)
+
+
+def test_one_seed_is_decided_against_the_seed_sd_the_config_states(tmp_path):
+    config = config_for(tmp_path, seeds=(1,), seed_sd={"accuracy": 1.0, "accuracy:average": 0.5})
+    shifted_runs(config, {"a": 0.0, "b": 0.3})
+    report = build_report(config, SUITE)
+    cell = report["decision"][0]["accuracy:average"]
+    # each arm's seed variance is stated as (0.5 points)^2, known: the seeds' part adds both over one seed
+    assert cell["seeds_measured"] and cell["var_seeds"] == pytest.approx(2 * 0.005 ** 2) and cell["df_seeds"] is None
+    assert cell["result"] == "better"
+    assert cell["seed_source"] == "a: stated in evaluation.seed_sd; b: stated in evaluation.seed_sd"
+    mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
+    assert mmlu["var_seeds"] == pytest.approx(2 * 0.01 ** 2)  # the family's SD where the score has none of its own
+    assert "‡" in report_markdown(report, SUITE)
+    with pytest.raises(SystemExit, match="evaluation.seed_sd: accuracy:nothing: no such family or score"):
+        build_report(config_for(tmp_path / "x", seeds=(1,), seed_sd={"accuracy:nothing": 1.0}), SUITE)
+
+
+def test_a_task_missing_for_one_arm_drops_its_scores_for_that_arms_pairs_only(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2))
+    config = ExperimentConfig.model_validate(config.model_dump(mode="json") | {
+        "arms": {"a": {"extractor": "trafilatura"}, "b": {"extractor": "trafilatura"}, "c": {"extractor": "trafilatura"}}})
+    skip = {("b", s, "copa") for s in (1, 2)} | {("c", 2, "piqa")}  # b never logged COPA; c's seed 2 missed PIQA
+    shifted_runs(config, {"a": 0.0, "b": 0.0, "c": 0.2}, seeds=(1, 2), skip=skip)
+    report = build_report(config, SUITE)
+    accuracy = report["families"]["accuracy"]
+    assert "average" not in accuracy["pairs"]["b − a"]["columns"] and "reasoning" not in accuracy["pairs"]["b − a"]["columns"]
+    assert accuracy["pairs"]["b − a"]["dropped"]["columns:average"] == "b has no documents of copa"
+    assert "knowledge" in accuracy["pairs"]["b − a"]["columns"] and "COPA" not in accuracy["pairs"]["b − a"]["units"]
+    # c lacks PIQA (one seed of two): c's pairs lose the average, a − b keeps nothing of c's absence
+    assert accuracy["pairs"]["c − a"]["dropped"]["columns:average"] == "c has no documents of piqa"
+    assert "piqa: c seed 2 step 5 logged none of its documents: c is compared without piqa" in report["comparison_notes"]
+    (b_row, c_row) = report["decision"]
+    assert b_row["accuracy:average"] is None and b_row["dropped"][0] == ["accuracy:average", "b has no documents of copa"]
+    text = report_markdown(report, SUITE)
+    assert "Not compared (the pair's arms do not both have the score's tasks" in text
+    assert "b − a, accuracy, Avg (points): b has no documents of copa" in text
+    # the headline: c's average from the seed that has every task, and says so
+    assert "(1 of 2 seeds)" in text
+
+
+def test_the_primary_decision_is_decided_alone_first_and_either_way_round(tmp_path):
+    rng_runs = {"a": 0.0, "b": 0.15, "c": 0.0}
+    raw = pretrain_experiment(tmp_path, evaluation={"primary": {"pair": ["b", "a"], "score": "accuracy:average"}})
+    raw["arms"]["c"] = {"extractor": "trafilatura"}
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    config = ExperimentConfig.model_validate(raw)
+    shifted_runs(config, rng_runs, seeds=(1, 2, 3), n=400)
+    report = build_report(config, SUITE)
+    primary = report["primary"]
+    cell = report["families"]["accuracy"]["pairs"]["b − a"]["columns"]["average"]
+    assert primary["interval"]["difference"] == cell["difference"] > 0 and primary["alpha"] == pytest.approx(0.05)
+    assert cell["p"] < 0.05 and cell["seeds_agree"] and primary["result"] == "better"
+    text = report_markdown(report, SUITE)
+    assert text.index("## Primary decision (pre-registered: evaluation.primary)") < text.index("## Decision: each arm")
+    assert "Exploratory beside the primary decision." in text
+    raw["evaluation"]["primary"]["pair"] = ["a", "b"]  # the other way round: the same interval, negated
+    flipped = build_report(ExperimentConfig.model_validate(raw), SUITE)["primary"]
+    assert flipped["interval"]["difference"] == pytest.approx(-cell["difference"])
+    assert flipped["interval"]["low"] == pytest.approx(-cell["high"]) and flipped["result"] == "worse"
+    raw["evaluation"]["primary"]["score"] = "accuracy:nothing"
+    with pytest.raises(SystemExit, match="evaluation.primary.score: accuracy:nothing: no such score"):
+        build_report(ExperimentConfig.model_validate(raw), SUITE)
+    raw["evaluation"]["primary"] = {"pair": ["a", "z"]}
+    with pytest.raises(ValueError, match="evaluation.primary.pair: z is not a trained arm"):
+        ExperimentConfig.model_validate(raw)
+
+
+def test_a_one_seed_rung_is_decided_against_the_seed_variance_of_the_nearest_rung(tmp_path):
+    from evaluation.report import build_ladder
+
+    raw = pretrain_experiment(tmp_path, evaluation={"primary": {"pair": ["b", "a"]}})
+    model = raw["pretrain"].pop("model")
+    raw["pretrain"].pop("seeds")
+    raw["pretrain"]["ladder"] = [{"name": "small", "model": model, "tokens": 1000, "seeds": [1, 2]},
+                                 {"name": "large", "model": model | {"hidden_size": 64, "ffn_hidden_size": 128}, "seeds": [1]}]
+    config = ExperimentConfig.model_validate(raw)
+    shifted_runs(config.for_rung("small"), {"a": 0.0, "b": 0.1}, seeds=(1, 2))
+    shifted_runs(config.for_rung("large"), {"a": 0.0, "b": 0.2}, seeds=(1,), rng_seed=9)
+    reports, ladder = build_ladder(config, SUITE)
+    small, large = (reports[r]["families"]["accuracy"] for r in ("small", "large"))
+    cell = large["pairs"]["b − a"]["columns"]["average"]
+    measured = small["seed_variances"]["columns"]["average"]
+    assert cell["seed_source"] == "a: measured at rung small; b: measured at rung small" and cell["seeds_measured"]
+    assert cell["var_seeds"] == pytest.approx(measured["a"]["variance"] + measured["b"]["variance"])
+    assert cell["df_seeds"] is not None and cell["df_seeds"] <= 2  # one degree of freedom an arm, as measured
+    assert any("measured at rung small" in n for n in reports["large"]["statistics_notes"])
+    primary = ladder["primary"]
+    assert primary["score"] == "accuracy:average" and set(primary["rungs"]) == {"small", "large"}
+    assert primary["rungs"]["large"]["verdict"] == (reports["large"]["primary"]["result"] or "noise")
+    assert primary["rungs"]["small"]["sign_agrees"]

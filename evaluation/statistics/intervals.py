@@ -80,10 +80,20 @@ _DOCUMENT_WEIGHTS, _DOCUMENT_FACTORS = _quadrature(16)
 
 @dataclass(frozen=True)
 class SeedVariance:
-    """The variance of one arm's score across its seeds and its degrees of freedom (0: one seed)."""
+    """The variance of one arm's score across its seeds and its degrees of freedom (0: one seed, not
+    measured; inf: stated, taken as known); `source`: where a variance not measured on the arm's own
+    seeds at this rung comes from ("": its own seeds)."""
 
     variance: float
-    df: int
+    df: float
+    source: str = ""
+
+    def to_json(self) -> dict:
+        return {"variance": self.variance, "df": self.df if math.isfinite(self.df) else None, "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: dict) -> SeedVariance:
+        return cls(d["variance"], math.inf if d["df"] is None else d["df"], d["source"])
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,8 @@ class Interval:
     var_interaction: float  # what of it is the pair's interaction, counted with the seeds (0: not measured)
     df_documents: float | None  # Satterthwaite's, of var_documents over tasks (None: no documents' noise)
     var_seeds: float  # (s_a^2 + s_b^2) / S (0: not measured)
-    df_seeds: float | None  # Welch's, of the two arms' seed variances (None: not measured)
+    df_seeds: float | None  # Welch's, of the two arms' seed variances (None: not measured, or known)
+    seeds_measured: bool  # the seeds' part is in the interval (measured, or named for a one-seed arm)
 
     @property
     def resolved(self) -> bool:
@@ -157,7 +168,7 @@ def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVaria
     each (its tasks' TaskPair, the task weights, the reference's and the other's seed variance of
     that score). `bounds=False` leaves low and high at nan (a simulation that needs only the
     p-values: the interval is the set of differences whose p-value exceeds 1 − level)."""
-    difference, per_seed, documents, interaction, documents_df, seeds, seeds_df = ([] for _ in range(7))
+    difference, per_seed, documents, interaction, documents_df, seeds, seeds_df, known = ([] for _ in range(8))
     for tasks, weights, a, b in pairs:
         n_seeds = len(next(iter(tasks.values())).per_seed)
         per_seed.append(sum(w * tasks[t].per_seed for t, w in weights.items()))
@@ -170,7 +181,9 @@ def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVaria
         interaction.append(sum(w ** 2 * tasks[t].interaction for t, w in weights.items()) / n_seeds if measured else 0.0)
         va, vb = (a.variance / n_seeds, b.variance / n_seeds) if measured else (0.0, 0.0)
         seeds.append(va + vb)
-        seeds_df.append((va + vb) ** 2 / (va ** 2 / a.df + vb ** 2 / b.df) if va + vb > 0 else math.inf)
+        welch = va ** 2 / a.df + vb ** 2 / b.df if measured else 0.0
+        seeds_df.append((va + vb) ** 2 / welch if welch > 0 else math.inf)  # 0: none, or both stated
+        known.append(measured)
     difference, documents, interaction, documents_df, seeds, seeds_df = map(
         np.array, (difference, documents, interaction, documents_df, seeds, seeds_df))
     se = np.sqrt(np.maximum(documents - interaction, 0) + seeds)
@@ -189,7 +202,8 @@ def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVaria
             seed_part=float(seeds[i] / se[i] ** 2) if se[i] > 0 else 0.0,
             var_documents=float(documents[i]), var_interaction=float(interaction[i]),
             df_documents=float(documents_df[i]) if documents[i] > 0 and np.isfinite(documents_df[i]) else None,
-            var_seeds=float(seeds[i]), df_seeds=float(seeds_df[i]) if seeds[i] > 0 else None))
+            var_seeds=float(seeds[i]), df_seeds=float(seeds_df[i]) if seeds[i] > 0 and np.isfinite(seeds_df[i]) else None,
+            seeds_measured=known[i]))
     return out
 
 
