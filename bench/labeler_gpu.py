@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 from bench.draft import FULL_GOLD, held_out_drafts, labelled_sets
 
@@ -58,6 +60,7 @@ ARCHITECTURES = {
              "max_position_embeddings": 8192, "rms_norm_eps": 1e-6},
 }
 AGREEMENTS = (0.80, 0.90, 0.95, 0.99)
+V1_RUNNER = {"async_scheduling": False}  # and VLLM_USE_V2_MODEL_RUNNER=0
 SWEEP = {  # settings that change the schedule and the kernels, never a greedy token
     "cuda_graphs": {"enforce_eager": False},
     "cuda_graphs_512_seqs": {"enforce_eager": False, "max_num_seqs": 512},
@@ -145,6 +148,13 @@ def kv_cache(engine, shape: dict, dtype_bytes: int) -> dict:
     return {"tokens": tokens, "bytes_per_token": per_token, "gib": tokens * per_token / 2**30}
 
 
+def runner(engine) -> dict:
+    """Which vLLM model runner and scheduling ran a row (they change the speed, never a greedy token)."""
+    config = engine.llm.llm_engine.vllm_config
+    return {"v2_model_runner": bool(config.use_v2_model_runner),
+            "async_scheduling": bool(config.scheduler_config.async_scheduling)}
+
+
 def flipped(label: str) -> str:
     from corpus.extractors.dripper.labelers import MAIN, OTHER
 
@@ -199,11 +209,16 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
     result = {"arch": arch, "shape": ARCHITECTURES[arch], "pages": len(pages), "build_seconds": time.perf_counter() - started,
               "rows": []}
     dtype_bytes = 4 if args.dtype == "float32" else 2
-    settings = [("plain", {})] + ([(name, kw) for name, kw in SWEEP.items()] if args.sweep and arch == args.arch[0] else [])
+    # the custom proposer runs on vLLM's V1 model runner without async scheduling, where plain decoding
+    # gets V2 with it on a GPU: the second row is plain decoding on the draft's runner (the fair baseline)
+    settings = [("plain", {}), ("plain, the draft's runner", V1_RUNNER)]
+    settings += [(name, kw) for name, kw in SWEEP.items()] if args.sweep and arch == args.arch[0] else []
     plain = None
     for name, kwargs in settings:
         try:
-            labeler = labeler_config(model, args, kwargs).build()
+            # vLLM reads the runner from the environment when the engine starts
+            with mock.patch.dict(os.environ, {"VLLM_USE_V2_MODEL_RUNNER": "0"} if kwargs is V1_RUNNER else {}):
+                labeler = labeler_config(model, args, kwargs).build()
             engine = backend_engine(labeler.backend)
             engine.llm = recorder = Recorder(engine.llm)
             run = label_run(labeler, pages)
@@ -214,7 +229,8 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
                 result["kv_cache"] = kv_cache(engine, ARCHITECTURES[arch], dtype_bytes)
                 result["engine"] = {k: str(v) for k, v in vars(engine.llm.llm_engine.vllm_config.scheduler_config).items()
                                     if k in ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill")}
-            result["rows"].append(row(name, run, plain if run is not plain else None) | {"engine_kwargs": kwargs})
+            result["rows"].append(row(name, run, plain if run is not plain else None) | {"engine_kwargs": kwargs}
+                                  | runner(engine))
         except Exception as e:  # a setting this node cannot run is a row, not the end
             result["rows"].append({"run": name, "error": f"{type(e).__name__}: {e}"[:300], "engine_kwargs": kwargs})
         finally:
@@ -235,7 +251,7 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
         runs.append(("draft: the answer itself", [r.labels if r.ok else None for r in plain["results"]], 1.0))
         for name, drafts, agreement in runs:
             result["rows"].append(row(name, label_run(labeler, pages, drafts), plain, agreement)
-                                  | {"draft_tokens": args.draft_tokens})
+                                  | {"draft_tokens": args.draft_tokens} | runner(backend_engine(labeler.backend)))
     except Exception as e:
         result["rows"].append({"run": "draft", "error": f"{type(e).__name__}: {e}"[:300]})
     finally:

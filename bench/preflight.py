@@ -221,7 +221,11 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
     result |= {"pages": len(pages), "model": labeler_config.model, "engine_kwargs": labeler_config.engine_kwargs,
                "fallbacks": result["fallbacks"] | {"not_simplified": len(pages) - len(blocks)}}
     if labeler_config.drafted:
-        drafted, results = _labeler_run(labeler_config, blocks)
+        try:
+            drafted, results = _labeler_run(labeler_config, blocks)
+        except Exception as e:  # no draft model here, a page model, a stale one: the check fails, the rest goes on
+            result["drafted"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            return result
         kept = [(r.draft, r.labels) for r in results if r.draft is not None]
         drafted["draft_tokens"] = labeler_config.draft_tokens
         drafted["draft_agreement"] = (sum(d[i] == labels[i] for d, labels in kept for i in d)
@@ -502,6 +506,14 @@ def preflight(config: ExperimentConfig, pages: int, page_file: Path | None, step
                                       f"{lab['labelled']} of {lab['sent']} pages labelled, "
                                       f"{lab['pages_per_s_per_gpu'] or 0:.2f} pages/s",
                                       "see the labeler error above"))
+        if "drafted" in lab:
+            d = lab["drafted"]
+            report["checks"].append(check("labeler with its draft", "error" not in d and d["pages_differing_from_plain"] == 0,
+                                          d.get("error") or f"{d['pages_per_s_per_gpu'] or 0:.2f} pages/s, "
+                                          f"{d['draft_agreement']:.1%} of drafted labels kept, "
+                                          f"{d['pages_differing_from_plain']} pages differ from plain decoding",
+                                          "see the error; pages that differ are bf16 ties (README: \"The labeler on a GPU, "
+                                          "and its draft\")"))
     if config.pretrain:
         target = config.for_rung(config.pretrain.target.name)  # a ladder's target rung: the plan scales the others
         report["training"], checks = measure_training(target, out, steps, cuda)
@@ -528,7 +540,7 @@ def print_report(report: dict, path: Path) -> None:
         lab = report["labeler"]
         print(f"labeler: {lab['pages_per_s_per_gpu'] or 0:.2f} pages/s per GPU, {lab['prompt_tokens_per_page'] or 0:,.0f} prompt "
               f"and {lab['answer_tokens_per_page'] or 0:,.0f} answer tokens per page, fallbacks {lab['fallbacks']}")
-        if "drafted" in lab:
+        if "drafted" in lab and "error" not in lab["drafted"]:
             d = lab["drafted"]
             print(f"labeler with its draft: {d['pages_per_s_per_gpu'] or 0:.2f} pages/s per GPU, "
                   f"{d['answer_passes_per_page'] or 0:.1f} forward passes an answer "

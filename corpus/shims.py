@@ -169,6 +169,9 @@ def shut_down_engine(labeler) -> None:
 # ---------------------------------------------------------------- vLLM 0.32.0
 
 
+VLLM_MAX_SPEC_TOKENS = 128  # vLLM 0.32's rejection sampler asserts max_spec_len <= MAX_SPEC_LEN (128)
+
+
 def model_runner_building_proposer():
     """The model runner constructing the speculative labeler's custom proposer. vLLM 0.32 builds a
     `custom_class` proposer with the engine config alone (`create_custom_proposer(vllm_config)`,

@@ -8,7 +8,7 @@ import pytest
 from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, release_labelers
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.draft import BlockDraft
-from corpus.extractors.dripper.labelers.speculative import CLOSE, OPEN, rest_of_answer
+from corpus.extractors.dripper.labelers.speculative import CLOSE, OPEN, answer_passes, rest_of_answer
 from corpus.extractors.dripper.labels import example_from_marked_html
 from corpus.extractors.dripper.step import simplify_page
 from corpus.sample import generate_pages
@@ -48,6 +48,26 @@ def test_rest_of_answer_takes_the_regex_whitespace_and_refuses_what_the_regex_wo
     assert rest_of_answer("<answer>2main", ids, draft) is None  # not the first id
     assert rest_of_answer("<answer>1mx", ids, draft) is None
     assert rest_of_answer("", ids, draft) == answer(ids, draft)
+
+
+def test_answer_passes_count_the_prefill_the_verify_steps_and_the_undrafted_tokens():
+    from types import SimpleNamespace
+
+    def steps(**accepted):  # vLLM's per-request histogram: verify steps by accepted draft tokens
+        histogram = [0] * 65
+        for j, n in accepted.items():
+            histogram[int(j.removeprefix("a"))] = n
+        return SimpleNamespace(histogram=histogram)
+
+    assert answer_passes(14, None) == 14  # plain decoding: a pass a token
+    assert answer_passes(14, steps(a6=2)) == 3  # prefill, two steps of 7 tokens (the last past the end token)
+    assert answer_passes(40, steps(a6=1, a37=1)) == 3  # truncated at max_tokens mid-step: never below the steps
+    assert answer_passes(20, steps(a0=3, a4=1)) == 1 + 4 + (20 - 1 - 3 - 5)  # and a pass for each token without a draft
+
+
+def test_draft_tokens_stop_at_what_vllm_verifies(random_model):
+    with pytest.raises(ValueError, match="128"):
+        VllmLabelerConfig(kind="vllm", model=str(random_model), draft_tokens=129)
 
 
 def draft_training_pages(count: int, seed: int):
@@ -141,5 +161,16 @@ def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_mode
     assert 0 < mains < sum(len(plain[i].labels) for i in ok)  # the steered model's labels depend on the page
     passes = [sum(rs[i].answer_passes for i in ok) for rs in (plain, drafted, perfect)]
     assert passes[0] > passes[1] > passes[2], passes
+    assert all(r.answer_passes >= 1 for rs in (plain, drafted, perfect) for r in rs if r.ok)
     kept = sum(sum(drafted[i].draft[b] == drafted[i].labels[b] for b in drafted[i].labels) for i in ok)
     assert 0 < kept < sum(len(drafted[i].labels) for i in ok)  # the draft is tested where it is wrong too
+
+
+def test_the_ledger_row_divides_each_count_by_the_pages_it_was_counted_on():
+    from corpus.accounting.summary import labeler_text
+
+    work = {"sent_to_labeler": 10, "answered_pages": 8, "answered_tokens": 800, "answer_passes": 120, "drafted_pages": 8,
+            "draft_blocks": 200, "draft_blocks_agreed": 180}
+    assert labeler_text(work) == ("10 pages; 8 answered in 15.0 forward passes a page for 100 answer tokens; "
+                                  "draft kept for 90.0% of 200 blocks")
+    assert labeler_text(work | {"answered_pages": 0, "draft_blocks": 0}) == "10 pages"  # the CPU encoder labeler

@@ -161,7 +161,7 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
     }
 
 
-LABELER_COUNTERS = ("sent_to_labeler", "answer_tokens", "answered_pages", "answer_passes", "drafted_pages", "draft_blocks",
+LABELER_COUNTERS = ("sent_to_labeler", "answered_pages", "answered_tokens", "answer_passes", "drafted_pages", "draft_blocks",
                     "draft_blocks_agreed")
 
 
@@ -177,8 +177,8 @@ def labeler_text(work: dict[str, int] | None) -> str:
         return "-"
     text = f"{work['sent_to_labeler']:,} pages"
     if work["answered_pages"]:
-        text += (f"; {work['answer_passes'] / work['answered_pages']:.1f} forward passes a page for "
-                 f"{work['answer_tokens'] / work['sent_to_labeler']:.0f} answer tokens")
+        text += (f"; {work['answered_pages']:,} answered in {work['answer_passes'] / work['answered_pages']:.1f} forward "
+                 f"passes a page for {work['answered_tokens'] / work['answered_pages']:.0f} answer tokens")
     if work["draft_blocks"]:
         text += f"; draft kept for {work['draft_blocks_agreed'] / work['draft_blocks']:.1%} of {work['draft_blocks']:,} blocks"
     return text

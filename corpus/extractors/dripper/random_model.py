@@ -4,11 +4,11 @@ Tests and the offline demo use it to drive the real vLLM labeling path (engine, 
 regex-constrained decoding) without downloading weights. It exercises the machinery, not the
 quality. Its random weights are steered (`steer_to_answer_tokens`, which the GPU bench applies to
 random models of the released architectures too) so that, like a trained labeler, it writes the
-answer in the tokenizer's own tokens (`1`, `main`, `2`, `other`, …; a plain random decoder spells
-in odd pieces and spins on the whitespace the regex allows, until max_tokens) while the label of
-each block still depends on the page: the sign of one hidden unit after the last layer, which
-attention makes a function of the whole context. Greedy decoding then gives a different, fixed
-answer per page, with a clear margin between the two labels.
+answer in the tokenizer's own tokens (`1`, `main`, `2`, `other`, …, the longest piece where two are
+allowed; a plain random decoder spells in odd pieces and spins on the whitespace the regex allows,
+until max_tokens) while the label of each block still depends on its context: the sign of the last
+hidden state's projection on a direction calibrated on a few prompts. Greedy decoding then gives a
+fixed answer per page whose labels change from block to block, with clear margins.
 
     python -m corpus.extractors.dripper.random_model --out DIR [--seed 0]
 """
@@ -79,7 +79,8 @@ def steer_to_answer_tokens(model, tokenizer, prompts: list[str], margin: float =
         unit = states.new_tensor(0.0) + _unit_one(model, tokenizer, prompts[0])
         head = model.lm_head.weight
         head.zero_()
-        head[sorted(preferred), 1] = margin / unit
+        for token in preferred:  # a longer piece a little more: where two are allowed, the tokenizer's own
+            head[token, 1] = margin * (1 + len(tokenizer.decode([token])) / 100) / unit
         head[main] += direction.to(head.dtype)
         head[other] -= direction.to(head.dtype)
         head[main, 1] -= offset / unit

@@ -9,9 +9,10 @@ recorded in the document's `extraction` metadata.
 
 Stats: total = extracted + fallback_* + dropped_* (dropped_empty: nothing was main content or the
 fallback found nothing; dropped_fallback_timeout / dropped_fallback_error). The labeler's work:
-sent_to_labeler, labeler_ms, prompt_tokens, answer_tokens; in vLLM also answered_pages and
-answer_passes (forward passes that wrote the answers: one a token without a draft), and with a
-draft drafted_pages, draft_blocks and draft_blocks_agreed.
+sent_to_labeler, labeler_ms, prompt_tokens, answer_tokens; in vLLM also answered_pages,
+answered_tokens and answer_passes (the pages answered in full, their answer tokens and the forward
+passes that wrote them: one a token without a draft), and with a draft drafted_pages, draft_blocks
+and draft_blocks_agreed.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ class DripperExtractor(PipelineStep):
                 prompt_tokens, answer_tokens = labeler.work(BlockPage(page.simplified, page.item_ids), result)
                 self.stat_update("prompt_tokens", value=prompt_tokens)
                 self.stat_update("answer_tokens", value=answer_tokens)
-                self._count_decoding(result)
+                self._count_decoding(result, answer_tokens)
                 page.take_labels(result)
                 if page.error is None:
                     page.convert(self.arm.markdown)
@@ -176,11 +177,13 @@ class DripperExtractor(PipelineStep):
             self.update_doc_stats(doc)
             yield doc
 
-    def _count_decoding(self, result: PageLabels) -> None:
-        """How the answer was decoded (vLLM labelers): forward passes that wrote it, and with a draft
-        the blocks whose drafted label the model's answer kept (the speculative labeler's acceptance)."""
-        if result.answer_passes is not None:
+    def _count_decoding(self, result: PageLabels, answer_tokens: int) -> None:
+        """How the answer was decoded (vLLM labelers, pages answered in full): forward passes that wrote
+        it beside its tokens, and with a draft the blocks whose drafted label the model's answer kept
+        (the speculative labeler's acceptance)."""
+        if result.answer_passes is not None and result.ok:
             self.stat_update("answered_pages")
+            self.stat_update("answered_tokens", value=answer_tokens)
             self.stat_update("answer_passes", value=result.answer_passes)
         if result.draft is not None and result.ok:
             self.stat_update("drafted_pages")

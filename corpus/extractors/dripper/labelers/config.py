@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel, check_local_model, require_model_folder
+from corpus.shims import VLLM_MAX_SPEC_TOKENS
 
 DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
 
@@ -49,7 +50,8 @@ class VllmLabelerConfig(LlmLabelerOptions):
     # decoding's either way, only the speed differs.
     draft: Literal["block_classifier", "none"] | None = None
     draft_model: str | None = None  # folder of python -m corpus.extractors.dripper.draft_training
-    draft_tokens: int = Field(64, ge=1, le=1024)  # draft tokens one step verifies (vLLM's num_speculative_tokens)
+    # draft tokens one step verifies (vLLM's num_speculative_tokens; its rejection sampler takes 128 at most)
+    draft_tokens: int = Field(64, ge=1, le=VLLM_MAX_SPEC_TOKENS)
 
     _model_exists = field_validator("model")(check_local_model)
 

@@ -21,8 +21,10 @@ class BlockDraft:
     maximises agreement, unlike the arm's extraction threshold and its empty-page rescue)."""
 
     def __init__(self, folder: str | Path):
-        from corpus.extractors.block_classifier.model import BlockModel
+        from configs.base import require_model_folder
+        from corpus.extractors.block_classifier.model import META, BlockModel
 
+        require_model_folder(str(folder), META, DRAFT_MODEL_HINT)
         self.model = BlockModel.load(Path(folder))
         if self.model.unit != "items":
             raise ValueError(f"{folder}: a block classifier of a page's own blocks, not of mineru-html's; {DRAFT_MODEL_HINT}")

@@ -37,6 +37,15 @@ class MineruBackendLabeler(BlockLabeler):
         self.prompt_version = prompt_version
         self.draft = draft
 
+    def _draft(self, page: BlockPage) -> dict[int, str] | None:
+        """The draft's labels; a page it cannot draft is decoded without one (same labels, no speed-up)."""
+        if self.draft is None:
+            return None
+        try:
+            return self.draft.labels(page)
+        except Exception:
+            return None
+
     def count_tokens(self, text: str) -> int:
         return len(self.backend.get_tokenizer().encode(text, add_special_tokens=False))
 
@@ -54,7 +63,7 @@ class MineruBackendLabeler(BlockLabeler):
         engine = backend_engine(self.backend)
         if isinstance(engine, DraftingEngine):
             if drafts is None:
-                drafts = [self.draft.labels(p) for p in pages] if self.draft is not None else [None] * len(pages)
+                drafts = [self._draft(p) for p in pages]
             engine.pending = [(p.simplified_html, draft_payload(p.item_ids, d) if d is not None else None)
                               for p, d in zip(pages, drafts, strict=True)]
         try:

@@ -42,41 +42,49 @@ OPEN, CLOSE = "<answer>", "</answer>"
 PROPOSER = "corpus.extractors.dripper.labelers.speculative.DraftProposer"
 
 
-def rest_of_answer(generated: str, item_ids: Sequence[int], labels: dict[int, str]) -> str | None:
-    """What follows `generated` (the answer so far) to the end of the answer: the rest of the
-    label the model is writing, then the draft's label for every later block, then `</answer>`.
-    None when `generated` is not the start of an answer over `item_ids` (the regex would not
-    allow it; nothing is proposed)."""
+def answer_pieces(item_ids: Sequence[int], labels: dict[int, str]) -> list[str]:
+    """The drafted answer after `<answer>`: one piece a block (`12main`), then `</answer>`."""
+    return [f"{i}{labels[i]}" for i in item_ids] + [CLOSE]
 
-    def body(k: int) -> str:
-        return "".join(f"{i}{labels[i]}" for i in item_ids[k:])
 
+def rest_of_answer_parts(generated: str, item_ids: Sequence[int], labels: dict[int, str]) -> tuple[str, int] | None:
+    """What follows `generated` (the answer so far) to the end of the answer, as (`head`, `k`): the
+    rest is `head` (the rest of the block, or of the tag, the model is writing; its label is the
+    model's once begun, else the draft's) and then `answer_pieces(...)[k:]` (the draft's label for
+    every later block, and `</answer>`). None when `generated` is not the start of an answer over
+    `item_ids` (the regex would not allow it; nothing is proposed)."""
     if not generated.startswith(OPEN):
-        return OPEN[len(generated):] + body(0) + CLOSE if OPEN.startswith(generated) else None
+        return (OPEN[len(generated):], 0) if OPEN.startswith(generated) else None
     rest = generated[len(OPEN):]
     pos = len(rest) - len(rest.lstrip())  # the regex allows whitespace after <answer>
     for k, item_id in enumerate(item_ids):
         remaining, digits = rest[pos:], str(item_id)
         if not remaining:
-            return body(k) + CLOSE
+            return "", k
         if len(remaining) < len(digits):
-            return digits[len(remaining):] + labels[item_id] + body(k + 1) + CLOSE if digits.startswith(remaining) else None
+            return (digits[len(remaining):] + labels[item_id], k + 1) if digits.startswith(remaining) else None
         if not remaining.startswith(digits):
             return None
         pos += len(digits)
         remaining = rest[pos:]
         if not remaining:  # the id written, its label not begun: the draft's
-            return labels[item_id] + body(k + 1) + CLOSE
+            return labels[item_id], k + 1
         for label in (MAIN, OTHER):
             if remaining.startswith(label):
                 pos += len(label)
                 break
             if label.startswith(remaining):  # in the middle of a label: the model's, finished
-                return label[len(remaining):] + body(k + 1) + CLOSE
+                return label[len(remaining):], k + 1
         else:
             return None
     tail = rest[pos:].lstrip()
-    return CLOSE[len(tail):] if CLOSE.startswith(tail) else None
+    return (CLOSE[len(tail):], len(item_ids) + 1) if CLOSE.startswith(tail) else None
+
+
+def rest_of_answer(generated: str, item_ids: Sequence[int], labels: dict[int, str]) -> str | None:
+    """The rest of the answer after `generated` as one string (rest_of_answer_parts)."""
+    parts = rest_of_answer_parts(generated, item_ids, labels)
+    return None if parts is None else parts[0] + "".join(answer_pieces(item_ids, labels)[parts[1]:])
 
 
 def draft_payload(item_ids: Sequence[int], labels: dict[int, str]) -> dict:
@@ -89,9 +97,11 @@ def labels_of_payload(payload: dict) -> tuple[list[int], dict[int, str]]:
 
 
 class DraftProposer:
-    """vLLM's custom proposer (it runs in the engine's worker process). Per request: the token ids
-    of the answer the draft and the model's own tokens so far make, kept until the model leaves
-    them; then rebuilt from the text the model has written."""
+    """vLLM's custom proposer (it runs in the engine's worker process, between the GPU's steps, so
+    its CPU time is the GPU's idle time). Per request: the token ids of the answer the draft and the
+    model's own tokens so far make, kept while the model writes them (each step compares only the
+    tokens added since the last), rebuilt at a disagreement from the text the model has written,
+    the few tokens of the block it is in, and each later block's tokens (cached by piece)."""
 
     def __init__(self, vllm_config):
         from transformers import AutoTokenizer
@@ -102,10 +112,19 @@ class DraftProposer:
         model = vllm_config.model_config
         self.tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
         self.k = vllm_config.speculative_config.num_speculative_tokens
-        self.targets: dict[str, list[int]] = {}  # request id -> the answer's tokens it is proposed
+        self.targets: dict[str, list] = {}  # request id -> [the answer's tokens it is proposed, tokens checked]
+        self.piece_tokens: dict[str, list[int]] = {}
+        # the answer's canonical tokens are its pieces' tokens where the tokenizer never merges
+        # across a piece (digits after a label, as byte-level BPEs split them); else encoded whole
+        sample = answer_pieces(range(1, 300), {i: MAIN if i % 3 else OTHER for i in range(1, 300)})
+        self.piecewise = self._encode("".join(sample)) == [t for p in sample for t in self._encode(p)]
+        self.eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else []
 
     def load_model(self, *args, **kwargs) -> None:  # no model: the draft came with the request
         pass
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
 
     def propose(self, sampled_token_ids, num_tokens_no_spec, token_ids_cpu, slot_mappings=None) -> list[list[int]]:
         from corpus.shims import proposer_request
@@ -117,12 +136,13 @@ class DraftProposer:
             if payload is None:  # a prefill still in chunks, or a request without a draft
                 proposals.append([])
                 continue
-            generated = token_ids_cpu[row, request.num_prompt_tokens:num_tokens_no_spec[row]].tolist()
-            target = self.targets.get(request.req_id)
-            if target is None or target[:len(generated)] != generated:
-                target = self._target(generated, payload)
-                self.targets[request.req_id] = target
-            proposals.append(target[len(generated):len(generated) + self.k])
+            start, written = request.num_prompt_tokens, num_tokens_no_spec[row] - request.num_prompt_tokens
+            entry = self.targets.get(request.req_id)
+            if entry is None or token_ids_cpu[row, start + entry[1]:start + written].tolist() != entry[0][entry[1]:written]:
+                entry = [self._target(token_ids_cpu[row, start:start + written].tolist(), payload), 0]
+                self.targets[request.req_id] = entry
+            entry[1] = written
+            proposals.append(entry[0][written:written + self.k])
         if len(self.targets) > 2 * len(sampled_token_ids) + 64:  # finished requests
             from corpus.shims import live_request_ids
 
@@ -131,19 +151,21 @@ class DraftProposer:
         return proposals
 
     def _target(self, generated: list[int], payload: dict) -> list[int]:
-        """The whole answer's tokens: the model's own so far, then the canonical tokens of the rest
-        (as one string with what came before where that keeps the model's tokens, the tokenisation a
-        trained model writes)."""
-        text = self.tokenizer.decode(generated)
+        """The whole answer's tokens: the model's own so far, then the rest (rest_of_answer_parts)."""
         ids, labels = labels_of_payload(payload)
-        rest = rest_of_answer(text, ids, labels)
-        if rest is None:
+        parts = rest_of_answer_parts(self.tokenizer.decode(generated), ids, labels)
+        if parts is None:
             return generated
-        whole = self.tokenizer.encode(text + rest, add_special_tokens=False)
-        if whole[:len(generated)] != generated:
-            whole = generated + self.tokenizer.encode(rest, add_special_tokens=False)
-        eos = self.tokenizer.eos_token_id
-        return whole + ([eos] if eos is not None else [])
+        head, k = parts
+        pieces = answer_pieces(ids, labels)[k:]
+        if not self.piecewise:
+            return generated + self._encode(head + "".join(pieces)) + self.eos
+        rest = self._encode(head) if head else []
+        for piece in pieces:
+            if piece not in self.piece_tokens:
+                self.piece_tokens[piece] = self._encode(piece)
+            rest += self.piece_tokens[piece]
+        return generated + rest + self.eos
 
 
 class DraftingEngine:
@@ -151,8 +173,8 @@ class DraftingEngine:
     page's draft attached to its request. `pending` is set before each batch: (simplified page,
     draft payload) in page order; mineru-html sends the pages that fit the context in that order,
     each prompt holding its page verbatim. After the batch, `passes[i]` is the number of forward
-    passes that wrote page i's answer (its tokens less the draft tokens vLLM accepted: plain
-    decoding takes one a token), None for a page not sent."""
+    passes that wrote page i's answer (`answer_passes`: plain decoding takes one a token), None for
+    a page not sent."""
 
     def __init__(self, llm):
         self.llm = llm
@@ -178,7 +200,17 @@ class DraftingEngine:
         outputs = self.llm.generate(prompts, params, **kwargs)
         self.passes = [None] * len(self.pending)
         for index, output in zip(sent, outputs, strict=True):
-            metrics = output.outputs[0].spec_decode_metrics  # per request: steps by accepted draft tokens
-            accepted = sum(j * n for j, n in enumerate(metrics.histogram)) if metrics is not None else 0
-            self.passes[index] = len(output.outputs[0].token_ids) - accepted
+            self.passes[index] = answer_passes(len(output.outputs[0].token_ids), output.outputs[0].spec_decode_metrics)
         return outputs
+
+
+def answer_passes(tokens: int, metrics) -> int:
+    """Forward passes that wrote an answer of `tokens` tokens: the prefill's (its first token), one
+    per verify step (vLLM's per-request histogram of steps by accepted draft tokens: a step that
+    accepts j writes j + 1), and one per token written without a draft. The last step's tokens can
+    run past the answer (an end token, max_tokens), hence the floor at 0."""
+    if metrics is None:
+        return tokens
+    steps = sum(metrics.histogram)
+    by_steps = sum((j + 1) * n for j, n in enumerate(metrics.histogram))
+    return 1 + steps + max(0, tokens - 1 - by_steps)
