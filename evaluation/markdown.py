@@ -119,8 +119,9 @@ def primary_markdown(report: dict) -> list[str]:
             + (f"**{primary['result']}**" if primary["result"] else
                f"not decided ({primary['why']})" if primary["why"] else
                "resolved, seeds split" if cell["resolved"] else "noise") + ".")
-    return lines + [said, "", "Decided alone at α = 0.05 (its interval excludes zero) with every seed agreeing in sign; "
-                    "every other difference below is exploratory, Holm over its own table."]
+    return lines + [said, "", "The rule: this one comparison is decided alone, at α = 0.05 (a result when its interval "
+                    "excludes zero and every seed agrees in sign); every other difference below is exploratory, "
+                    "Holm over its own table."]
 
 
 def decision_markdown(report: dict) -> list[str]:
