@@ -423,7 +423,10 @@ def scaling_launch(gpus_per_node: int, nodes: int) -> list[str]:
     head = subprocess.run(["scontrol", "show", "hostnames", os.environ["SLURM_JOB_NODELIST"]], capture_output=True,
                           text=True, check=True).stdout.split()[0]
     port = 20000 + int(os.environ["SLURM_JOB_ID"]) % 20000
-    return ["srun", "--overlap", f"--nodes={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+    # the job's CPUs per node for each node's torchrun: srun does not inherit sbatch's --cpus-per-task
+    # since Slurm 22.05 (one core for 8 ranks would measure the host, not the GPUs)
+    cpus = [f"--cpus-per-task={os.environ['SLURM_CPUS_PER_TASK']}"] if os.environ.get("SLURM_CPUS_PER_TASK") else []
+    return ["srun", "--overlap", f"--nodes={nodes}", "--ntasks-per-node=1", *cpus, "--kill-on-bad-exit=1",
             sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={gpus_per_node}",
             f"--rdzv-id={os.environ['SLURM_JOB_ID']}", "--rdzv-backend=c10d", f"--rdzv-endpoint={head}:{port}", "-m"]
 
