@@ -46,6 +46,13 @@ def row_line(row: dict) -> str:
             f"{percent(row['mfu_measured'])} | {percent(row.get('mfu_spec_full_attention'))} | {memory} |")
 
 
+def short_commit(commit: str) -> str:
+    """A record's commit as the table names it: 7 hex digits, and `-dirty` where the measured tree
+    had uncommitted changes (configs.provenance.git_commit), which a short hash alone would hide."""
+    head, dirty, _ = commit.partition("-dirty")
+    return head[:7] + ("-dirty (uncommitted changes)" if dirty else "")
+
+
 def table(record: dict) -> str:
     """One record: where, with what and how it was measured, its rows, and what they say."""
     v = record["versions"]
@@ -57,7 +64,7 @@ def table(record: dict) -> str:
     where = (f"one {gpu} ({record['gpu_memory_mib']:,} MiB, driver {record['driver']})" if record.get("driver")
              else f"{gpu}")
     spec = record.get("peak_flops_spec")
-    intro = (f"`{record['command']}` on {where}; {software}; commit {record['commit'][:7]}, {record['date']} "
+    intro = (f"`{record['command']}` on {where}; {software}; commit {short_commit(record['commit'])}, {record['date']} "
              f"(`{record['file']}`): the `{record['model']}` shape")
     if flops:
         intro += (f" ({flops['parameters']:,} parameters, {flops['flops_per_token']:.3g} training FLOPs per token with "

@@ -75,8 +75,9 @@ class ModelConfig(StrictModel):
                 "non_embedding": total - embeddings}
 
     def flops_per_token(self, vocab_size: int, causal: bool = True) -> float:
-        """Training FLOPs per token (forward + backward): 6 x the matmul parameters (every
-        parameter but the input embedding) + the attention score and value products, 6 x layers x
+        """Training FLOPs per token (forward + backward): 6 x every parameter but the input
+        embedding (the matmuls, and the RMSNorm weights Megatron-LM leaves out: 6 x 92,160 FLOPs
+        per token for `1b`, 0.008% of the total) + the attention score and value products, 6 x layers x
         hidden x seq under a causal mask, which needs only the half of the score matrix on and below
         the diagonal (Megatron-LM's `num_floating_point_operations`, the convention every MFU of
         this project is quoted in); `causal=False`: the full matrix, 12 x layers x hidden x seq

@@ -33,7 +33,9 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
     torchrun = (f'torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} --rdzv-id="$SLURM_JOB_ID" '
                 f'--rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" '
                 f"-m pretrain.train {config_file} --rung {rung} --arm {arm} --seed {seed}")
-    srun, env_command = "srun --kill-on-bad-exit=1", None
+    # the job's CPUs go to its task explicitly: since Slurm 22.05 srun does not inherit sbatch's
+    # --cpus-per-task, and the node's torchrun (8 ranks, their data loaders) would share one core
+    srun, env_command = f"srun --kill-on-bad-exit=1 --cpus-per-task={s.cpus_per_task}", None
     if s.container_image:
         mounts = container_mounts([REPO, config.output_root.resolve(), config_file.parent], s.container_mounts)
         if missing := unmounted(s.container_env or "", mounts):

@@ -363,3 +363,21 @@ def test_every_shipped_experiment_pins_its_attention():
         if pretrain:
             rungs = PretrainConfig.model_validate(pretrain).ladder
             assert all(r.training.attention != "auto" for r in rungs), path.name
+
+
+def test_flops_per_token_is_megatron_lm_s_count_plus_the_norm_weights():
+    """An independent recount of current Megatron-LM's num_floating_point_operations for the 1b
+    shape (GQA, SwiGLU, causal attention: half the score matrix; untied output layer): the
+    project's figure differs only by 6 x the RMSNorm weights, which Megatron-LM does not count."""
+    from configs.model import ModelConfig, named_model
+
+    m = ModelConfig(**named_model("1b"))
+    layers, h, ffn, s, vocab = m.num_layers, m.hidden_size, m.ffn_hidden_size, m.seq_length, 32000
+    q, kv = m.head_dim * m.num_attention_heads, m.head_dim * m.kv_groups
+    attention = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h)  # qkv, core attention (causal), out proj
+    mlp = 6 * (3 * h * ffn)  # SwiGLU: gate, up and down
+    megatron = layers * (attention + mlp) + 6 * h * vocab
+    assert megatron == 6_760_169_472
+    norms = layers * 2 * h + h
+    assert m.flops_per_token(vocab) == megatron + 6 * norms
+    assert m.flops_per_token(vocab, causal=False) == megatron + 6 * norms + 6 * layers * h * s

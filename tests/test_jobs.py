@@ -28,6 +28,9 @@ def test_training_job_asks_for_the_configured_nodes_and_requeues(tmp_path):
     lines = script.splitlines()
     assert lines[0] == "#!/bin/bash" and "module load cuda" in lines
     assert "--nproc-per-node=4" in script and "-m pretrain.train" in script and "--rung model --arm a --seed 1" in script
+    # srun gives the node's task the job's CPUs (Slurm >= 22.05 no longer passes sbatch's on)
+    srun = next(line for line in lines if line.startswith("srun "))
+    assert f"--cpus-per-task={config.pretrain.slurm.cpus_per_task}" in srun.split()
 
 
 FAKE_SBATCH = """#!/usr/bin/env bash

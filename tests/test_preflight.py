@@ -93,3 +93,23 @@ def test_transformer_engine_outside_megatron_core_s_range_fails_its_check(monkey
         result = transformer_engine_check()
         assert result["ok"] is ok and result["detail"].startswith(f"{installed}; megatron-core 0.16.1 supports")
         assert ok or "container whose Transformer Engine megatron-core supports" in result["fix"]
+
+
+def test_the_scaling_run_over_nodes_gives_each_node_s_torchrun_the_job_s_cpus(tmp_path, monkeypatch):
+    """bench.preflight's srun across the job's nodes: one torchrun a node, rendezvous on the first
+    node, and the job's CPUs per task passed on (srun stopped inheriting them in Slurm 22.05)."""
+    import os
+
+    from bench.preflight import scaling_launch
+
+    (tmp_path / "scontrol").write_text('#!/usr/bin/env bash\necho gpu-001; echo gpu-002\n')
+    (tmp_path / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "20007")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu-[001-002]")
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "16")
+    launch = scaling_launch(8, 2)
+    assert launch[:2] == ["srun", "--overlap"] and "--nodes=2" in launch and "--ntasks-per-node=1" in launch
+    assert "--cpus-per-task=16" in launch and "--nproc-per-node=8" in launch and "--rdzv-endpoint=gpu-001:20007" in launch
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK")
+    assert not any(arg.startswith("--cpus-per-task") for arg in scaling_launch(8, 2))
