@@ -35,11 +35,15 @@ def mean_cell(values: list[float | None], family: dict) -> str:
 
 
 def diff_cell(interval: dict | None, family: dict, mark: bool = False) -> str:
-    """`+0.53 [-1.97, +3.17]`; with `mark`, `*` where it is a result after Holm's adjustment."""
+    """`+0.53 [-1.97, +3.17]`; with `mark`, `*` where it is a result after Holm's adjustment. An interval
+    with no measured noise (standard error 0: the seeds agree exactly and the documents' part is all
+    interaction) is no interval and says so, not `[-12.50, -12.50]`."""
     if not interval:
         return "-"
     star = "*" if mark and interval.get("result_holm") else ""
     star += "‡" if interval.get("seed_source") else ""
+    if interval.get("se") == 0:  # no measured variation: a bracket of no width would read as certainty
+        return f"{_number(interval['difference'], family, True)}{star} (no noise measured: no interval)"
     return (f"{_number(interval['difference'], family, True)}{star} "
             f"[{_number(interval['low'], family, True)}, {_number(interval['high'], family, True)}]")
 

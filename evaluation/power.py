@@ -377,14 +377,20 @@ class MeasuredFamily:
     seeds: int  # the paired seeds it was measured on
 
     def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
-        """A score's noise for a pair of arms (each its own seed variance, on its seeds − 1 degrees of
-        freedom), or for any pair (one variance pooled over the arms, on all their degrees of freedom)."""
+        """A score's noise for a pair of arms (each its own seed variance; their sum, what the pair's
+        difference has, known on Welch's degrees of freedom from the two arms' seeds − 1, as the
+        interval takes it), or for any pair (one variance pooled over the arms, on all their degrees
+        of freedom). One fiducial draw for the pair's sum, not one per arm: two independent draws on
+        one degree of freedom each let either arm's variance be many times its estimate at once,
+        and printed a primary MDD 3.5x the true one at 2 arms x 2 seeds (median over pilots),
+        power 0.96 there, in a review's simulation."""
         seed = self.arm_seed[key]
         if pair is None:
             return measured_score_noise(self.scores[key], self.tasks, self.items,
                                         (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
-        return measured_score_noise(self.scores[key], self.tasks, self.items, (seed[pair[0]], seed[pair[1]]),
-                                    (self.seeds - 1,) * 2)
+        a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
+        welch = (a + b) ** 2 / ((a ** 2 + b ** 2) / nu) if a + b > 0 else 2.0 * nu
+        return measured_score_noise(self.scores[key], self.tasks, self.items, (a, b), (welch,))
 
 
 def measure_family(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> MeasuredFamily:

@@ -478,3 +478,15 @@ def test_a_one_seed_rung_is_decided_against_the_seed_variance_of_the_nearest_run
     assert primary["score"] == "accuracy:average" and set(primary["rungs"]) == {"small", "large"}
     assert primary["rungs"]["large"]["verdict"] == (reports["large"]["primary"]["result"] or "noise")
     assert primary["rungs"]["small"]["sign_agrees"]
+
+
+def test_an_interval_with_no_measured_noise_is_not_shown_as_a_bracket_of_no_width():
+    """Two arms whose two seeds each tie exactly (40 right/wrong items: it happens) and whose documents'
+    part is all seed-by-document interaction have a standard error of 0: `-12.50 [-12.50, -12.50]` read
+    as a certain difference; the cell says there is no interval instead."""
+    from evaluation.markdown import diff_cell
+
+    family = {"scale": 100, "decimals": 2}
+    cell = {"difference": -0.125, "low": -0.125, "high": -0.125, "se": 0.0, "p": 1.0}
+    assert diff_cell(cell, family) == "-12.50 (no noise measured: no interval)"
+    assert diff_cell(cell | {"low": -0.2, "high": -0.05, "se": 0.04}, family) == "-12.50 [-20.00, -5.00]"
