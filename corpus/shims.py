@@ -77,9 +77,10 @@ def cpu_time_sandbox():
     a timeout), its limit counted in the CPU time the worker, and any process it started, spends on
     a page instead of wall-clock time: on a loaded node a page takes longer, not more CPU, so the
     same pages time out on a busy node as on an idle one. A worker that uses no CPU at all for
-    `stall_s` of wall-clock time is hung: a timeout too. The class overrides the sandbox's two waits
-    (`process_document`, the private `_ensure_process`) and reuses its worker loop and cleanup
-    (`_worker`, `_cleanup_process`, private)."""
+    `stall_s` of wall-clock time is hung: a timeout too. A worker that dies (killed: the OOM killer
+    picks sandbox workers first) is a broken process at once, as in datatrove's sandbox. The class
+    overrides the sandbox's two waits (`process_document`, the private `_ensure_process`) and
+    reuses its worker loop and cleanup (`_worker`, `_cleanup_process`, private)."""
     import time
     from multiprocessing import Pipe, Process
 
@@ -99,6 +100,10 @@ def cpu_time_sandbox():
                 start = last = cpu_seconds(self.process.pid)
                 progressed = time.monotonic()
                 while not self.parent_conn.poll(self.poll_s):
+                    if not self.process.is_alive() and not self.parent_conn.poll(0):
+                        # killed (the OOM killer picks a sandbox worker first): a broken process now,
+                        # not a `stall_s` wait read as a timeout
+                        raise EOFError("Child process died (probably OOM-killed)")
                     used = cpu_seconds(self.process.pid)
                     if used - start >= self.timeout:
                         raise TimeoutError(f"{what}: over {self.timeout:g} s of CPU time")

@@ -167,6 +167,26 @@ def test_a_user_manifest_lists_every_input_file(tmp_path, sample_dir):
                                          "inputs": {"sample": {}, "manifest": str(manifest)}})
 
 
+def test_a_sha256_given_after_an_arm_read_the_file_whole_is_refused_as_unchecked_not_as_changed(tmp_path, sample_dir):
+    """The first run listed the file by its size alone and an arm read it whole; `inputs.manifest`
+    given since adds its sha256, the size the same: the file did not change (the message said it
+    had, its two sizes equal), but the arm's read was not checked against it: refused, saying so."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for name in ("sample.warc.gz", "gold.jsonl"):
+        (mirror / name).write_bytes((sample_dir / name).read_bytes())
+    config = make_config(tmp_path / "out", mirror / "sample.warc.gz", {"x": {"extractor": "trafilatura"}})
+    resolve_inputs(config)
+    logs = config.arm_dir("x") / "logs" / INPUT_FILES
+    logs.mkdir(parents=True)
+    (logs / "00000.jsonl").write_text(json.dumps(file_record("sample.warc.gz") | {"outcome": READ_WHOLE}) + "\n")
+    manifest = write_manifest(mirror, [mirror / "sample.warc.gz"])
+    with pytest.raises(InputListError, match=r"^inputs.manifest gives a sha256 for 1 input files that the input list of .* had "
+                                             r"none for, and an arm has read them whole without checking it .*\n  "
+                                             rf"{mirror / 'sample.warc.gz'}: read whole by x unchecked\nStart a new output root"):
+        resolve_inputs(with_inputs(config, manifest=str(manifest)))
+
+
 def test_switching_how_files_are_read_changes_no_config_hash(sample_dir, tmp_path):
     config = make_config(tmp_path, sample_dir / "sample.warc.gz", {"x": {"extractor": "trafilatura"}})
     same = with_inputs(config, on_corrupt="skip", read_timeout_s=5.0, retries=config.inputs.retries.model_copy(

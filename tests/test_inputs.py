@@ -508,6 +508,18 @@ def test_a_record_is_checked_against_the_digest_it_carries(headers, checked):
         assert check_digest(record, 7) is checked
 
 
+def test_a_payload_digest_after_an_http_header_of_bare_lf_lines_is_checked_from_its_end():
+    """A server's header lines may end in a bare LF (HTTP parsers take them, and Heritrix, which
+    writes a payload digest and no block digest, digests the body after them): the body starts after
+    the header's first blank line, not at a CRLF CRLF inside the body."""
+    head, body = b"HTTP/1.1 200 OK\nContent-Type: text/html\n\n", b"<html>\r\n\r\n<p>lf header</p></html>"
+    digest = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+    assert check_digest(warc_record(head + body, WARC_Payload_Digest=digest), 0) is True
+    wrong = "sha1:" + base64.b32encode(hashlib.sha1(body[:-1]).digest()).decode()
+    with pytest.raises(CorruptWarc, match="does not give its WARC-Payload-Digest"):
+        check_digest(warc_record(head + body, WARC_Payload_Digest=wrong), 0)
+
+
 def test_digests_that_cannot_be_checked_are_left_alone():
     """A payload digest over a Transfer-Encoding (writers digest it raw or decoded: warcio#74), and
     records no arm reads (requests, revisits), are not checked."""

@@ -78,3 +78,21 @@ def test_a_worker_that_uses_no_cpu_for_stall_s_is_a_timeout():
             sandbox.process_document("wait", hang)
         assert time.monotonic() - started < 5
         assert sandbox.process_document("", hang) == ""  # a fresh worker takes the next page
+
+
+def die(text: str) -> str:
+    """A page on which the worker is killed (as the OOM killer kills it: the sandbox makes it the first pick)."""
+    if text == "die":
+        os.kill(os.getpid(), 9)
+    return text
+
+
+def test_a_worker_killed_on_a_page_is_a_broken_process_at_once_not_a_hang():
+    """A dead worker uses no CPU: it is datatrove's EOFError (counted `broken_process`) as soon as it is
+    seen, not a TimeoutError after `stall_s`; the next page gets a fresh worker."""
+    with cpu_time_sandbox()(timeout=5, stall_s=3) as sandbox:
+        started = time.monotonic()
+        with pytest.raises(EOFError):
+            sandbox.process_document("die", die)
+        assert time.monotonic() - started < 2
+        assert sandbox.process_document("next", die) == "next"

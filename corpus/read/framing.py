@@ -28,6 +28,9 @@ _CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.IGNOR
 _VERSION_LINE = re.compile(rb"WARC/\d+\.\d+\r?\n")
 _HEADER_FIELD = re.compile(rb"^([A-Za-z0-9-]+):[ \t]*(.*?)[ \t]*\r?$", re.MULTILINE)
 _TRANSFER_ENCODING = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
+# the blank line that ends a record's HTTP header, its first: CRLF or a bare LF, as HTTP parsers
+# (and with them WARC writers computing a payload digest) accept both
+_HTTP_HEADER_END = re.compile(rb"\r?\n\r?\n")
 GZIP_HEADER = 10  # bytes of a gzip member's header without optional fields (as WARC writers write it)
 
 # what a person does about a file that is not whole WARC records, by the fault's reason
@@ -284,9 +287,9 @@ def check_digest(data: bytes, start: int) -> bool:
     block = memoryview(data)[head:head + length]  # hashed in place: a block may be megabytes
     if value := fields.get(b"warc-block-digest"):
         name, covered = "WARC-Block-Digest", block
-    elif (value := fields.get(b"warc-payload-digest")) and (end := data.find(b"\r\n\r\n", head, head + length) - head) >= 0 \
-            and not _TRANSFER_ENCODING.search(block[:end]):
-        name, covered = "WARC-Payload-Digest", block[end + 4:]
+    elif (value := fields.get(b"warc-payload-digest")) and (end := _HTTP_HEADER_END.search(block)) \
+            and not _TRANSFER_ENCODING.search(block[:end.start()]):
+        name, covered = "WARC-Payload-Digest", block[end.end():]
     else:
         return False
     algorithm, _, text = value.decode("ascii", "replace").partition(":")

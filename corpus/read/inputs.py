@@ -248,7 +248,8 @@ def read_by_arm(config: ExperimentConfig) -> dict[str, list[dict]]:
 def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entries: list[dict]) -> list[dict]:
     """The entries, where a file's size or sha256 differs from the stored one: the new one for a file
     no arm has read whole and at least as large as stored (a good copy fetched again); InputListError
-    for a file an arm has read whole (its outputs came from other bytes), and for a smaller file (a
+    for a file an arm has read whole (its outputs came from other bytes, or, where only a sha256 was
+    added by `inputs.manifest`, from bytes not checked against it), and for a smaller file (a
     copy cut short: the size of the first run is the truth for the output root's life, and a copy cut
     at a record boundary would read as whole)."""
     changed = [e for e in entries if any(e.get(k) != stored[e["path"]].get(k) for k in ("size", "sha256"))]
@@ -259,6 +260,17 @@ def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entr
         for record in records:
             if record["outcome"] == READ_WHOLE:
                 whole.setdefault(record["file"], []).append(arm)
+    if unchecked := [e for e in changed if e["path"] in whole and e.get("size") == stored[e["path"]].get("size")
+                     and stored[e["path"]].get("sha256") is None]:
+        # the same size, and a sha256 the first run's list had none of (inputs.manifest given since):
+        # not a changed file, but one an arm read whole without the check the list now asks for
+        lines = [f"  {location(base, e['path'])}: read whole by {', '.join(whole[e['path']])} unchecked"
+                 for e in unchecked[:10]]
+        raise InputListError(
+            f"inputs.manifest gives a sha256 for {len(unchecked):,} input files that the input list of {config.output_root} "
+            "had none for, and an arm has read them whole without checking it (their size is the list's)\n"
+            + "\n".join(lines) + ("\n  …" if len(unchecked) > 10 else "") + "\nStart a new output root to read them "
+            "checked, or give this output root a manifest without their sha256 (their sizes are checked as before)")
     if refused := [e for e in changed if e["path"] in whole]:
         lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} when {', '.join(whole[e['path']])} "
                  "read it whole" for e in refused[:10]]
