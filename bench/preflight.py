@@ -277,7 +277,7 @@ def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
     model = build_random_model(out / "random-labeler", seed=0, max_positions=4096)
     draft = arm.labeler.draft_model if arm.labeler.drafted and Path(arm.labeler.draft_model).is_dir() else None
     return VllmLabelerConfig(kind="vllm", model=str(model), max_context_tokens=2048, max_output_tokens=1024,
-                             gpu_memory_utilization=0.3, draft_model=draft, draft_tokens=arm.labeler.draft_tokens)
+                             gpu_memory_utilization=0.05, draft_model=draft, draft_tokens=arm.labeler.draft_tokens)
 
 
 # ---------------------------------------------------------------- training, export, lm-eval

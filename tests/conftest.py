@@ -21,6 +21,17 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: ("slurm_env" not in item.fixturenames, item.get_closest_marker("slow") is None))
 
 
+def pytest_sessionfinish(session):
+    """Stop the Manager process megatron's checkpoint writer spawns on a first save: its atexit
+    finalizer never runs in an xdist worker, which leaves with os._exit, and the process would outlive the suite."""
+    import sys
+
+    writer = sys.modules.get("megatron.core.dist_checkpointing.strategies.filesystem_async")
+    queue = getattr(writer, "_results_queue", None)
+    if queue is not None and getattr(queue, "_manager", None) is not None:
+        queue._manager.shutdown()
+
+
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sample")

@@ -168,7 +168,7 @@ def test_vllm_labeler_drives_the_real_engine_end_to_end(tmp_path, sample_dir, ra
     page's block ids; pages over the context fall back to Trafilatura, counted."""
     # the random model spells its answer one character per token: leave room for that
     labeler = {"kind": "vllm", "model": str(random_model), "max_context_tokens": 2048, "max_output_tokens": 1024,
-               "answer_margin_tokens": 512, "gpu_memory_utilization": 0.3}  # on CPU: share of RAM
+               "answer_margin_tokens": 512, "gpu_memory_utilization": 0.05}  # on CPU: share of RAM (tests run two at once)
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
                          {"trafilatura": TRAFILATURA, "dripper": dripper_arm(labeler)})
     try:

@@ -372,7 +372,7 @@ def killed_at_15_or_while_saving_20(moment):
 
         def killed_at_15(step, *args):
             if step == 15:
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.killpg(0, signal.SIGKILL)
             return learning_rate(step, *args)
 
         pretrain.train.learning_rate = killed_at_15
@@ -382,7 +382,7 @@ def killed_at_15_or_while_saving_20(moment):
         def killed_while_saving_20(state, path, *args, **kwargs):
             if str(path).endswith("step_0000020"):
                 (Path(path) / "__0_0.distcp").write_bytes(b"half a shard")
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.killpg(0, signal.SIGKILL)
             return save(state, path, *args, **kwargs)
 
         dist_checkpointing.save = killed_while_saving_20
@@ -412,8 +412,10 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_lo
     (tmp_path / "killed.py").write_text(KILLED_TRAINING)
     repo = Path(__file__).resolve().parents[1]
     env = os.environ | {"PYTHONPATH": str(repo)}
+    # its own session, killed whole: megatron's checkpoint writer spawns a Manager process that would
+    # outlive its killed parent (on a cluster Slurm ends the job's cgroup)
     killed = subprocess.run([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "exp.json"), moment], cwd=repo,
-                            capture_output=True, text=True, timeout=600, env=env)
+                            capture_output=True, text=True, timeout=600, env=env, start_new_session=True)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     run_dir = config.run_dir("b", 1)
     assert (run_dir / "checkpoints" / "latest").read_text() == "10"
