@@ -97,7 +97,10 @@ def cpu_time_sandbox():
         def _answer(self, what: str):
             """The worker's next message, within `timeout` seconds of its CPU time from now."""
             try:
-                start = last = cpu_seconds(self.process.pid)
+                if self.parent_conn.poll(self.poll_s):  # most pages: answered before any /proc scan
+                    return self.parent_conn.recv()
+                # the first poll counted as CPU time, what it can at most be on a core: never a looser limit
+                start = last = cpu_seconds(self.process.pid) - self.poll_s
                 progressed = time.monotonic()
                 while not self.parent_conn.poll(self.poll_s):
                     if not self.process.is_alive() and not self.parent_conn.poll(0):

@@ -264,32 +264,35 @@ def _replaced(config: ExperimentConfig, base: str, stored: dict[str, dict], entr
                      and stored[e["path"]].get("sha256") is None]:
         # the same size, and a sha256 the first run's list had none of (inputs.manifest given since):
         # not a changed file, but one an arm read whole without the check the list now asks for
-        lines = [f"  {location(base, e['path'])}: read whole by {', '.join(whole[e['path']])} unchecked"
-                 for e in unchecked[:10]]
-        raise InputListError(
+        raise _refusal(
             f"inputs.manifest gives a sha256 for {len(unchecked):,} input files that the input list of {config.output_root} "
-            "had none for, and an arm has read them whole without checking it (their size is the list's)\n"
-            + "\n".join(lines) + ("\n  …" if len(unchecked) > 10 else "") + "\nStart a new output root to read them "
-            "checked, or give this output root a manifest without their sha256 (their sizes are checked as before)")
+            "had none for, and an arm has read them whole without checking it (their size is the list's)",
+            [f"{location(base, e['path'])}: read whole by {', '.join(whole[e['path']])} unchecked" for e in unchecked],
+            "Start a new output root to read them checked, or give this output root a manifest without their sha256 "
+            "(their sizes are checked as before)")
     if refused := [e for e in changed if e["path"] in whole]:
-        lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} when {', '.join(whole[e['path']])} "
-                 "read it whole" for e in refused[:10]]
-        raise InputListError(f"{len(refused):,} input files changed since an arm of {config.output_root} read them whole\n"
-                             + "\n".join(lines) + "\nRestore the files the arms read, or start a new output root")
+        raise _refusal(
+            f"{len(refused):,} input files changed since an arm of {config.output_root} read them whole",
+            [f"{location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} when {', '.join(whole[e['path']])} "
+             "read it whole" for e in refused],
+            "Restore the files the arms read, or start a new output root")
     if smaller := [e for e in changed if None not in (e.get("size"), stored[e["path"]].get("size"))
                    and e["size"] < stored[e["path"]]["size"]]:
-        lines = [f"  {location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} in the input list"
-                 for e in smaller[:10]]
-        raise InputListError(
+        raise _refusal(
             f"{len(smaller):,} input files are smaller than the input list of {config.output_root} records (the sizes "
-            "its first run found hold for its whole life: a copy cut short at a record boundary would read as whole)\n"
-            + "\n".join(lines) + ("\n  …" if len(smaller) > 10 else "") + "\nPut back a good copy of each, at least as "
-            "large as the list records, at the same path (it is then read again, and the list takes its size), or "
-            "start a new output root")
+            "its first run found hold for its whole life: a copy cut short at a record boundary would read as whole)",
+            [f"{location(base, e['path'])}: {_bytes(e)}, {_bytes(stored[e['path']])} in the input list" for e in smaller],
+            "Put back a good copy of each, at least as large as the list records, at the same path (it is then read "
+            "again, and the list takes its size), or start a new output root")
     for e in changed:
         say(f"inputs: {location(base, e['path'])} is {_bytes(e)}, {_bytes(stored[e['path']])} in the input list; no arm has "
             "read it whole: the new copy is read, and the list takes its size")
     return entries
+
+
+def _refusal(what: str, files: list[str], remedy: str) -> InputListError:
+    """An InputListError naming what is wrong, the first ten files it is wrong for, and what to do."""
+    return InputListError("\n".join([what, *(f"  {f}" for f in files[:10]), *(["  …"] if len(files) > 10 else []), remedy]))
 
 
 def _bytes(entry: dict) -> str:
