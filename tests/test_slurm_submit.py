@@ -64,6 +64,7 @@ FAKE_SQUEUE = """#!/usr/bin/env python3
 import os, sys
 names = next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--name=")).split(",")
 assert next(a for a in sys.argv[1:] if a.startswith("--format=")) == "--format=%F|%j|%T|%V"
+assert "--me" in sys.argv[1:]  # only this user's jobs: another's may share a name
 for line in open(os.environ["FAKE_SQUEUE_ROWS"]).read().splitlines():
     if line.split("|")[1] in names:
         print(line)

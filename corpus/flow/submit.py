@@ -199,7 +199,8 @@ def queued_jobs(config: ExperimentConfig) -> list[tuple[str, str, str]]:
         return []
     ids = set().union(set(), *recorded.values())
     try:
-        out = subprocess.run(["squeue", "--noheader", "--format=%F|%j|%T|%V", f"--name={','.join(names)}"],
+        # --me: a failed sbatch's window is matched by name, and another user's job may share it (Slurm >= 20.11)
+        out = subprocess.run(["squeue", "--me", "--noheader", "--format=%F|%j|%T|%V", f"--name={','.join(names)}"],
                              capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as e:
         raise SubmissionRefused(f"cannot tell whether the jobs {record_file(config)} records are still queued: "
