@@ -33,7 +33,8 @@ def english(lid: LocalFastTextLID, text: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.language_prefilter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--thresholds", nargs="+", type=float, default=[0.01, 0.02, 0.05, 0.1, 0.2])
     parser.add_argument("--out", type=Path, default=Path("bench/results/language_prefilter.json"))
     args = parser.parse_args()
