@@ -192,7 +192,9 @@ def model_tables(model: type[BaseModel], path: str, title: str, defaults: BaseMo
     """The table of `model` at `path` (its defaults those of the `defaults` instance where the parent
     gives one, e.g. a stage's resources), then the tables of the models it holds, depth first."""
     table, nested = Table(title, []), []
-    for name, field in model.model_fields.items():
+    # a kind's table opens with the key that names the kind
+    fields = sorted(model.model_fields.items(), key=lambda item: item[0] not in ("extractor", "kind"))
+    for name, field in fields:
         key = f"{path}.{name}" if path else name
         titles: dict[int, str] = {}
         held = _models_in(field.annotation)
