@@ -38,7 +38,7 @@ class LanguageOptions(StrictModel):
                                  "model (`ft176`: ISO codes like `en`, `de`, `zh`; `glotlid`: like `eng_Latn`); "
                                  "another label is refused at load.")
     threshold: float = Field(0.65, ge=0, le=1, description="A document is kept when the model gives one of "
-                             "`languages` at least this probability.")
+                             "`languages` more than this probability.")
     # chosen by bench.language_prefilter
     prefilter_threshold: float | None = Field(0.02, ge=0, le=1, description="Before any extractor: a record whose "
                                               "whole page gives `languages` less than this probability is dropped "

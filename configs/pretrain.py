@@ -94,8 +94,8 @@ class Rung(StrictModel):
     order, so that rungs differ in model size and tokens only."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", description="The rung's name, unique in the ladder; it "
-                      "names folders (`train/<arm>/<rung>/seed<S>`) and `--rung`. Default: the size's name, where "
-                      "`model` names one.")
+                      "names folders (`train/<arm>/<rung>/seed<S>`) and `--rung`. Where `model` names a size, its name "
+                      "by default.")
     model: ModelConfig = Field(description="The decoder: a size of `configs/models/` by name (`nano`, `tiny`, "
                                "`mini`, `20m`, `60m`, `150m`, `300m`, `530m`, `1b`) or a shape. Every rung needs "
                                "the same `seq_length`.")

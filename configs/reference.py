@@ -188,9 +188,10 @@ def _models_in(annotation) -> list[tuple[str, str, type[BaseModel]]]:
 
 
 def model_tables(model: type[BaseModel], path: str, title: str, defaults: BaseModel | None,
-                 context: tuple[str, ...] | list[str] = ()) -> list[Table]:
+                 context: tuple[str, ...] | list[str] = (), inherits: str | None = None) -> list[Table]:
     """The table of `model` at `path` (its defaults those of the `defaults` instance where the parent
-    gives one, e.g. a stage's resources), then the tables of the models it holds, depth first."""
+    gives one, e.g. a stage's resources, or those of the keys at `inherits`), then the tables of the
+    models it holds, depth first."""
     table, nested = Table(title, []), []
     # a kind's table opens with the key that names the kind
     fields = sorted(model.model_fields.items(), key=lambda item: item[0] not in ("extractor", "kind"))
@@ -203,10 +204,13 @@ def model_tables(model: type[BaseModel], path: str, title: str, defaults: BaseMo
             sub_path, sub_context = key + suffix, [*context, _tag_words(tag, sub)] if tag else context
             titles[id(sub)] = sub_title = sub_path + (f" ({', '.join(sub_context)})" if sub_context else "")
             sub_defaults = instance if isinstance(instance, sub) else None
-            nested.extend(model_tables(sub, sub_path, sub_title, sub_defaults, sub_context))
+            nested.extend(model_tables(sub, sub_path, sub_title, sub_defaults, sub_context, DEFAULTS_FROM.get(key)))
         default = default_text(field)
         if defaults is not None and not field.is_required() and not held:
             default = f"`{_yaml(getattr(defaults, name))}`"
+        if inherits:
+            default = f"`{inherits}.{name}`'s"
+        default = ROW_DEFAULTS.get(key, default)
         table.rows.append(Row(key, type_text(field.annotation, titles), default, constraint_text(field),
                               field.description or ""))
     for key, type_, default, constraint, description in KEYS_OUTSIDE_THE_MODELS.get(path, []) if not context else []:
@@ -216,6 +220,11 @@ def model_tables(model: type[BaseModel], path: str, title: str, defaults: BaseMo
 
 # keys read before validation (configs.experiment.read_raw, PretrainConfig's one-size form): no model
 # field holds them, so their rows are written here
+# defaults a before-validator fills in (PretrainConfig: a rung's name, training and Slurm job)
+ROW_DEFAULTS = {"pretrain.ladder[].name": "the name of `model`'s size", "pretrain.ladder[].training": "`pretrain.training`",
+                "pretrain.ladder[].slurm": "`pretrain.slurm`"}
+DEFAULTS_FROM = {"pretrain.ladder[].training": "pretrain.training", "pretrain.ladder[].slurm": "pretrain.slurm"}
+
 KEYS_OUTSIDE_THE_MODELS = {
     "": [("include", "str", "none", "",
           "Another config file beside this one (e.g. `local.yaml`) read first; each top-level section this file "
@@ -250,7 +259,7 @@ def render() -> str:
     for table in tables():
         if table.title != "Top level" and _section(table.title) != section:
             section = _section(table.title)
-            lines += ["", f"## {section}"]
+            lines += ["", f"## {section}", "", ExperimentConfig.model_fields[section].description]
             anchors.add(anchor(section))
         if table.title == "Top level" or table.title != section:
             lines += ["", f"{'##' if section is None else '###'} {table.title}"]

@@ -24,7 +24,8 @@ class DripperArm(ExtractorArm):
                                    "`endpoint` (an OpenAI-compatible server) or `encoder` (the project's CPU "
                                    "encoder).")
     markdown: Literal["html2text", "mineru"] = Field("html2text", description="How the main blocks become "
-                                                     "Markdown: html2text, or mineru-html's converter.")
+                                                     "Markdown: `html2text`, or `mineru`, MinerU's converter (the "
+                                                     "mineru-webkit package).")
     batch_pages: int = Field(64, ge=1, description="Pages simplified and sent to the labeler together.")
     fallback: TrafilaturaOptions = Field(TrafilaturaOptions(), description="Trafilatura options of the fallback, "
                                          "for pages the labeler cannot take (over the context, labeler or parse "

@@ -27,7 +27,7 @@ class TrafilaturaOptions(StrictModel):
     Trafilatura setting."""
 
     version: str | None = Field(None, description="The Trafilatura release that runs, as on PyPI (e.g. `1.11.0`, "
-                                "the paper's era), in its own environment made by `make trafilatura-release "
+                                "the paper's release), in its own environment made by `make trafilatura-release "
                                 "TRAFILATURA=<version>` (checked at load); null: the installed release.")
     output_format: Literal["markdown", "txt"] = Field("markdown", description="Trafilatura's output: Markdown or "
                                                       "plain text.")

@@ -18,8 +18,8 @@ class LlmLabelerOptions(StrictModel):
     """What the model and its prompt are, wherever the model runs."""
 
     model: str = Field(DEFAULT_DRIPPER_MODEL, description="The labeling model: a hub id or a local Hugging Face "
-                       "folder (a path starting `/`, `./` or `../` must be one; for kind: endpoint, the served "
-                       "model's name).")
+                       "folder (with kind: vllm, a path starting `/`, `./` or `../` must be one, checked at load; with "
+                       "kind: endpoint, the served model's name).")
     max_context_tokens: int = Field(32768, ge=256, description="The model's context in tokens; a page whose prompt "
                                     "and answer do not fit falls back to Trafilatura (`too_long`).")
     max_output_tokens: int = Field(4096, ge=16, description="The most tokens of one answer.")
