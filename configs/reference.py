@@ -44,6 +44,7 @@ default is `null` is off.
 This page is generated from the config models by `python -m configs.reference`; a test fails when it
 differs from what that command writes."""
 
+
 @dataclass(frozen=True)
 class Row:
     key: str
@@ -102,10 +103,6 @@ def _tag_words(tag: str, model: type[BaseModel]) -> str:
     return f"{'extractor' if 'extractor' in model.model_fields else 'kind'}: {tag}"
 
 
-def _literal(values) -> str:
-    return " | ".join(repr(v) for v in values)
-
-
 def type_text(annotation, titles: dict[int, str]) -> str:
     """A readable type: `int`, `list[str]`, `'a' | 'b'`, a nested model as a link to its table
     (`titles`: the table of each model object met under this key)."""
@@ -123,7 +120,7 @@ def type_text(annotation, titles: dict[int, str]) -> str:
     if origin is Annotated:
         return type_text(args[0], titles)
     if origin is Literal:
-        return _literal(args)
+        return " | ".join(repr(v) for v in args)
     if origin in (Union, types.UnionType):
         return " | ".join(type_text(a, titles) for a in args)
     if origin in (list, tuple, dict):
@@ -277,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         prog=COMMAND,
         description="Write the configuration reference (every key of the experiment config, from its pydantic "
                     f"models) to {PAGE.relative_to(PAGE.parents[2])}, or check that the committed page is current.")
-    parser.add_argument("--out", type=Path, default=PAGE, help="where the page goes (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=PAGE, help="where the page goes (default: docs/reference/configuration.md)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 when the page at --out differs from what this command writes")
     args = parser.parse_args(argv)
