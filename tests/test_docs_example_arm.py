@@ -85,3 +85,12 @@ def test_the_step_keeps_only_the_outermost_match():
                              "</article><footer>Footer</footer></body></html>")
     assert text == "The story.\n\nA comment."
     assert step.extract_page("<html><body><div>no sectioning element</div></body></html>") == ""
+
+
+def test_the_guide_shows_the_example_files_as_they_are():
+    """Every file of the example appears in the guide as it is, less its module docstring."""
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    for path in (EXAMPLES / "article_tags" / "__init__.py", EXAMPLES / "article_tags" / "step.py"):
+        text = path.read_text()
+        docstring_end = text.index('"""', 3) + 3
+        assert text[docstring_end:].strip() + "\n" in blocks, f"{path.name} differs from its block in {GUIDE.name}"
