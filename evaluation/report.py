@@ -2,9 +2,9 @@
 
     python -m evaluation.report [CONFIG]        (default: configs/local.yaml)
 
-Reads `<output_root>/eval/<arm>/seed<S>/step_*/` (results and per-document logs), and where they
-exist the extraction-quality summary and the ledger. Prints the headline table and the decision
-table, and writes `<output_root>/report/`: `report.md` (everything below), `summary.csv` (one row
+Reads `<output_root>/eval/<arm>/<rung>/seed<S>/step_*/` (results and per-document logs), and where
+they exist the extraction-quality summary and the ledger. Prints the headline table and the decision
+table, and writes `<output_root>/report/<name>/`: `report.md` (everything below), `summary.csv` (one row
 per arm), `tasks.csv` (one row per benchmark or clean-text task, metric family and arm),
 `report.json` (every figure: per arm, seed, checkpoint, benchmark and metric; the paired
 difference of every pair of arms) and `curves_<family>.png`.
