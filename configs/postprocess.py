@@ -125,7 +125,8 @@ class SafetyOptions(StrictModel):
     # the documents out are the same either way (tested)
     before_extraction: bool = Field(True, description="Run the URL filter, which depends on the record alone, "
                                     "before extraction (`true`: no extractor, no GPU, spends time on pages removed "
-                                    "anyway) or in post-processing after exact dedup and language id (`false`).")
+                                    "anyway) or in post-processing after the Gopher filters, before the keyword blocklist "
+                                    "(`false`).")
 
     @field_validator("keyword_blocklist")
     @classmethod
