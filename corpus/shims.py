@@ -1,5 +1,5 @@
 """Every reach into a corpus dependency's private API, in one place, with the version that needs it.
-Check these first when upgrading datatrove, mineru-html or megatron-core.
+Check these first when upgrading datatrove, mineru-html, vLLM, megatron-core or fsspec.
 """
 
 from __future__ import annotations
