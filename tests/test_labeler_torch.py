@@ -8,6 +8,7 @@ import pytest
 
 from bench.labeler_torch import estimate, main, prefill_batches, roofline, vllm_counts
 
+
 def test_prefill_batches_stay_within_their_padded_token_budget():
     batches = prefill_batches([10, 300, 20, 40, 35, 1000], 100)
     assert batches == [[1000], [300], [40, 35], [20, 10]]  # longest first; a prompt over the budget alone
@@ -87,3 +88,23 @@ def test_a_measurement_past_its_budget_keeps_a_record_saying_what_was_not_run(tm
           "--commit", "0123456789abcdef", "--record-dir", str(tmp_path), "--out", str(tmp_path / "scratch.json")])
     record = json.loads((tmp_path / "labeler_torch-cpu.json").read_text())
     assert [a["error"] for a in record["architectures"]] == ["not run: the --budget of 0.0 s was spent"] * 2
+
+
+@pytest.mark.slow
+def test_the_pages_step_measures_real_prompts_beside_the_vllm_counts(tmp_path):
+    from corpus.sample.annotated import SHARED_PAGE_SETS
+
+    if not SHARED_PAGE_SETS.is_dir():
+        pytest.skip("needs the shared annotated page sets (../shared/data/extraction)")
+    rows = [{"run": "plain", "labelled": 2, "seconds": 1.0, "answer_tokens_per_s": 60.0, "answer_passes_per_page": 31.0},
+            {"run": "draft: classifier's agreement", "answer_passes_per_page": 4.0, "draft_agreement": 0.8,
+             "draft_tokens": 64, "pages_differing_from_plain": 0}]
+    counts = tmp_path / "labeler_gpu.json"
+    counts.write_text(json.dumps({"environment": {"command": "python -m bench.labeler_gpu --arch tiny", "commit": "abc",
+                                                  "vllm": "0.32.0"}, "args": {"context": "8192"},
+                                  "architectures": [{"arch": "tiny", "pages": 2, "rows": rows}]}))
+    out = tmp_path / "labeler_pages-cpu.json"
+    main(["pages", "--counts", str(counts), "--pages", "4", "--max-pages-per-set", "2", "--out", str(out)])
+    pages = json.loads(out.read_text())
+    assert pages["pages"] == len(pages["prompt_tokens"]) == 4 and min(pages["prompt_tokens"]) > 100
+    assert pages["counts"]["answer_tokens_per_page"] == 30.0 and pages["command"].startswith("python -m bench.labeler_torch")
