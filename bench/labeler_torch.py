@@ -75,8 +75,9 @@ def prompt_lengths(pages: int, max_pages_per_set: int, root: Path | None) -> dic
     chosen = page_order(sets, pages)
     prompts = [get_full_prompt(sets[name][k].simplified_html, "short_compact") for name, k in chosen]
     tokenizer = answer_tokenizer([*prompts, ANSWER_SAMPLE], TOKENIZER_VOCAB)
-    lengths = [len(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=True,
-                                                 add_generation_prompt=True)) for p in prompts]
+    lengths = [len(tokenizer.encode(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                                                  add_generation_prompt=True), add_special_tokens=False))
+               for p in prompts]
     return {"sets": sorted({name for name, _ in chosen}), "pages": len(lengths), "prompt_tokens": lengths,
             "tokenizer": f"byte-level BPE, {len(tokenizer):,} tokens, trained on these prompts (digits one a token)"}
 
@@ -122,9 +123,8 @@ def build_model(shape: dict, dtype):
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.for_model(**shape, tie_word_embeddings=False)
-    config._attn_implementation = "sdpa"
     with torch.device(device()):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation="sdpa")
     return model.eval()
 
 
@@ -162,7 +162,9 @@ def prefill(model, lengths: list[int], batch_tokens: int, seconds: float) -> dic
 
     def run(batch: list[int]) -> None:
         ids = torch.randint(vocab, (len(batch), batch[0]), device=device())
-        mask = (torch.arange(batch[0], device=device()) < torch.tensor(batch, device=device())[:, None]).long()
+        # no padding, no mask: SDPA may take its causal flash kernel, as vLLM's varlen attention would
+        mask = None if batch[0] == batch[-1] else (
+            torch.arange(batch[0], device=device()) < torch.tensor(batch, device=device())[:, None]).long()
         with torch.inference_mode():
             model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1).logits.argmax(-1)
 
@@ -193,7 +195,14 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
 
     def forward(step):
         with torch.inference_mode():
-            return step(input_ids=ids, past_key_values=cache, cache_position=where, use_cache=True).logits.argmax(-1)
+            rewind(cache, kv_length)
+            return step(input_ids=ids, past_key_values=cache, position_ids=where[None], cache_position=where,
+                        use_cache=True).logits.argmax(-1)
+
+    def warm_up(step) -> None:  # compiled: compile, record the graph, replay
+        for _ in range(3):
+            forward(step)
+        synchronize()
 
     forward(model)  # eager once: the cache allocates its tensors for this batch
     step, compile_error, began = model, None, time.perf_counter()
@@ -201,12 +210,11 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
         torch._dynamo.reset()  # each shape its own static graph, not a dynamic one from the last shape
         try:
             step = torch.compile(model, mode="reduce-overhead")
-            forward(step)
-        except Exception as e:  # a step that does not compile here is timed eager, and says why
+            warm_up(step)
+        except Exception as e:  # a step that does not compile or replay here is timed eager, and says why
             step, compile_error = model, f"{type(e).__name__}: {e}"[:300]
-    for _ in range(3):  # record the graph, replay
-        forward(step)
-    synchronize()
+    if step is model:
+        warm_up(model)
     warm = time.perf_counter() - began
     times = []
     for _ in range(repeats):
@@ -218,6 +226,15 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
     return {"batch": batch, "kv_length": kv_length, "positions": positions, "seconds": seconds,
             "positions_per_s": batch * positions / seconds, "compiled": compiled and compile_error is None,
             "compile_error": compile_error, "warm_up_seconds": warm}
+
+
+def rewind(cache, length: int) -> None:
+    """The static cache back to `length` tokens, so that every timed step reads L and writes the
+    same positions: transformers 5's static layers write at their own count (`cumulative_length`),
+    which each step advances (older ones take `cache_position`, which the step passes too)."""
+    for layer in getattr(cache, "layers", []):
+        if hasattr(layer, "cumulative_length"):
+            layer.cumulative_length.fill_(length)
 
 
 def sequences_that_fit(shape: dict, dtype_bytes: int, kv_length: int, utilization: float, max_seqs: int) -> int:

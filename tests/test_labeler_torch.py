@@ -108,3 +108,21 @@ def test_the_pages_step_measures_real_prompts_beside_the_vllm_counts(tmp_path):
     pages = json.loads(out.read_text())
     assert pages["pages"] == len(pages["prompt_tokens"]) == 4 and min(pages["prompt_tokens"]) > 100
     assert pages["counts"]["answer_tokens_per_page"] == 30.0 and pages["command"].startswith("python -m bench.labeler_torch")
+
+
+def test_a_step_that_does_not_compile_is_timed_eager_and_says_why(monkeypatch):
+    import torch
+
+    from bench.labeler_gpu import ARCHITECTURES
+    from bench.labeler_torch import build_model, step_seconds
+
+    def broken(model, **kwargs):
+        def step(**inputs):
+            raise RuntimeError("no graph here")
+        return step
+
+    monkeypatch.setattr(torch, "compile", broken)
+    step = step_seconds(build_model(ARCHITECTURES["tiny"], torch.float32), batch=1, kv_length=8, positions=3,
+                        compiled=True, repeats=3)  # more steps than the cache holds unless each rewinds it
+    assert not step["compiled"] and step["compile_error"] == "RuntimeError: no graph here"
+    assert step["seconds"] > 0 and step["positions"] == 3
