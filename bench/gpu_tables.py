@@ -31,8 +31,11 @@ NONE_YET = ("Still to be measured: no record in `bench/measured/` was measured w
             "be re-measured on a GPU. `bash bench/device_check.sh` (or `bash bench/gpu_check.sh`) on one GPU writes "
             "the record.")
 LABELER_NONE_YET = ("Still to be measured: no `bench/measured/labeler_torch-*.json`, so the labeler's GPU rate is not "
-                    "known here (the plan prices it at the paper's A100 rate). `bash bench/device_check.sh` on one GPU "
-                    "writes the record.")
+                    "known here (without a GPU preflight, the plan prices it at the paper's A100 rate). "
+                    "`bash bench/device_check.sh` on one GPU writes the record.")
+PAGES_NONE_YET = ("No `bench/measured/labeler_pages-cpu.json` yet: the estimate's input (the real pages' prompt lengths "
+                  "and vLLM's per-page counts, measured on CPU by `python -m bench.labeler_torch pages`) is still to be "
+                  "made, before the GPU run.")
 LABELER_HEADER = ("| architecture | prefill tokens/s | decode batch B × KV length L | decode step ms | "
                   "verification step ms | KV cache a page GiB | pages/s plain | pages/s drafted | "
                   "bound plain | bound drafted |")
@@ -161,9 +164,9 @@ def labeler_pending() -> str:
 
 def block(training: list[dict], labeler: list[dict], pages: dict | None) -> str:
     """The page's generated part: the training tables, then the labeler's estimate."""
-    parts = ["#### Training speed", "\n\n".join(map(table, training)) if training else NONE_YET,
-             "#### The labeler: a torch-only estimate (no vLLM)"]
-    parts += [counts_line(pages)] if pages else []
+    parts = ["### Training speed", "\n\n".join(map(table, training)) if training else NONE_YET,
+             "### The labeler: a torch-only estimate (no vLLM)"]
+    parts += [counts_line(pages) if pages else PAGES_NONE_YET]
     parts += ["\n\n".join(map(labeler_table, labeler)) if labeler else labeler_pending()]
     return "\n".join([BEGIN, "", *"\n\n".join(parts).splitlines(), "", END])
 

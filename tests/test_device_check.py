@@ -58,7 +58,7 @@ def test_the_device_check_writes_both_records_and_prints_their_tables(tmp_path, 
     assert training["commit"] == labeler["commit"] == "0123456789abcdef"
     assert training["rows"][0]["error"].startswith("not run: the check's --budget of 0 s was spent")
     assert labeler["architectures"][0]["estimate"]["plain_pages_per_s"] > 0
-    tables = done.stdout[done.stdout.index("#### Training speed"):]
+    tables = done.stdout[done.stdout.index("### Training speed"):]
     assert "| megatron sdpa | — | — | — | not run" in tables
     assert "**a torch-only estimate (no vLLM)**" in tables and "| tiny | " in tables
 
@@ -70,4 +70,4 @@ def test_a_part_that_fails_leaves_the_others_record(tmp_path, labeler_pages_file
     assert done.returncode == 1
     assert "labeler part failed" in done.stdout
     assert (tmp_path / "measured" / "gpu_check-cpu-tiny.json").is_file()
-    assert "#### Training speed" in done.stdout
+    assert "### Training speed" in done.stdout

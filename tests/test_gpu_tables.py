@@ -24,7 +24,7 @@ def test_a_gpu_table_without_a_record_or_a_history_mark_is_found():
 def test_without_records_the_page_says_both_figures_are_still_to_be_measured(tmp_path):
     text = generated(tmp_path)
     assert "Still to be measured" in text and "training figures are to be re-measured" in text
-    assert "the labeler's GPU rate is not known here" in text
+    assert "the labeler's GPU rate is not known here" in text and "labeler_pages-cpu.json` yet" in text
     assert "| hunyuan-0.5b | not yet measured |" in text and "| qwen3-0.6b | not yet measured |" in text
 
 
