@@ -26,14 +26,15 @@ FULL_GOLD = ["cleaneval", "cleanportaleval", "dragnet", "htmltotext-benchmark", 
 THRESHOLD = 0.667  # corpus.extractors.dripper.labels' default
 
 
-def labelled_sets(max_pages: int) -> dict[str, list]:
-    """Every shared full-gold set's pages as LabelledBlocks (Dripper's blocks, gold labels)."""
+def labelled_sets(max_pages: int, root: Path | None = None) -> dict[str, list]:
+    """Every shared full-gold set's pages as LabelledBlocks (Dripper's blocks, gold labels); the
+    sets under `root` (default: ../shared/data/extraction beside the checkout)."""
     from corpus.extractors.dripper.labels import LabelledBlocks, examples_from_pages
     from corpus.sample.annotated import SHARED_PAGE_SETS
 
     sets = {}
     for name in FULL_GOLD:
-        path = SHARED_PAGE_SETS / name / "pages.jsonl.gz"
+        path = (root or SHARED_PAGE_SETS) / name / "pages.jsonl.gz"
         if path.is_file():
             sets[name] = [e for e in examples_from_pages(path, THRESHOLD, max_pages) if isinstance(e, LabelledBlocks)]
     return sets

@@ -19,10 +19,10 @@ finished it (optimizer included); MFU counts causal attention (configs/model.py)
 score matrix in a column of its own. The table gives tokens/s per GPU, step time, MFU against the
 spec-sheet and the measured peak, peak memory.
 
-Writes `<out-dir>/gpu_check.json` and each run's JSON and log, and on a GPU the record the README's
-GPU tables are made from: `<record-dir>/gpu_check-<gpu>-<model>.json` (bench/measured/, tracked:
-the rows with the GPU, driver, versions, commit and command; `python -m bench.gpu_tables --update
-README.md` writes the tables). Needs only torch, transformers, numpy, megatron-core and pydantic
+Writes `<out-dir>/gpu_check.json` and each run's JSON and log, and on a GPU the record the tables of
+docs/reference/gpu-figures.md are made from: `<record-dir>/gpu_check-<gpu>-<model>.json`
+(bench/measured/, tracked: the rows with the GPU, driver, versions, commit and command; `python -m
+bench.gpu_tables --update` writes the tables). Needs only torch, transformers, numpy, megatron-core and pydantic
 (plus what the training loop's config reads: pyyaml, tokenizers, tensorboard, tqdm, rich, fsspec,
 psutil). On CPU it runs the same paths at `--model tiny` and records only where `--record-dir` says.
 """
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
              "--measured-peak", str(peak["flops"])]
     micro, *more = args.micro_batch
     te = importlib.util.find_spec("transformer_engine") is not None
-    # the rows the README quotes first; each later one only if time is left
+    # the rows the docs quote first; each later one only if time is left
     runs = [("megatron sdpa", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(micro), "--profile"]),
             ("hugging face llama", "bench.hf_peer", [*shape, "--micro-batch", str(micro)]),
             ("hugging face llama, compiled", "bench.hf_peer", [*shape, "--micro-batch", str(micro), "--compile"]),
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         record_dir.mkdir(parents=True, exist_ok=True)
         record = record_dir / record_name(name, args.model)
         record.write_text(json.dumps(record_of(result), indent=2) + "\n")
-        print(f"wrote {record} (the README's GPU tables: python -m bench.gpu_tables --update README.md)")
+        print(f"wrote {record} (docs/reference/gpu-figures.md: python -m bench.gpu_tables --update)")
 
 
 def record_of(result: dict) -> dict:

@@ -2,8 +2,9 @@
 # The GPU check (bench/gpu_check.py): on one GPU, the 1B decoder's training speed with SDPA,
 # Transformer Engine where present and unfused attention, beside Hugging Face's LlamaForCausalLM
 # (plain and compiled), in one table; its runs stop at --budget (7 minutes), under 8 with start-up.
-# Writes the tracked record bench/measured/gpu_check-<gpu>-<model>.json the README's GPU tables are
-# made from (python -m bench.gpu_tables --update README.md). On CPU: bash bench/gpu_check.sh --model tiny ...
+# Writes the tracked record bench/measured/gpu_check-<gpu>-<model>.json the tables of
+# docs/reference/gpu-figures.md are made from (python -m bench.gpu_tables --update); bash
+# bench/device_check.sh runs it beside the labeler's estimate. On CPU: bash bench/gpu_check.sh --model tiny ...
 #   bash bench/gpu_check.sh [--model 1b] [--steps 15] [--global-batch 32] [--micro-batch 8] [--commit SHA]
 #                           [--record-dir bench/measured] [--out-dir DIR]
 #   sbatch --gpus=1 --time=00:15:00 bench/gpu_check.sh

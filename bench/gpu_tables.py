@@ -1,11 +1,14 @@
-"""The README's GPU tables, made from the tracked records of `bench/gpu_check.sh` (bench/measured/).
+"""The GPU tables of docs/reference/gpu-figures.md, made from the tracked records in bench/measured/:
+the training bench's (`bench/gpu_check.sh`: gpu_check-<gpu>-<model>.json) and the labeler's
+torch-only estimate (`python -m bench.labeler_torch measure`: labeler_torch-<gpu>.json), both
+written by `bench/device_check.sh`.
 
-    python -m bench.gpu_tables                       print the tables
-    python -m bench.gpu_tables --update README.md    write them between the README's markers
+    python -m bench.gpu_tables [--records DIR]                     print the tables
+    python -m bench.gpu_tables --update docs/reference/gpu-figures.md   write them between its markers
 
-Every figure of a table comes from one record: the rows `bench/gpu_check.sh` measured and the
-GPU, driver, versions, commit and command they were measured with. tests/test_gpu_tables.py checks
-that the README's tables are these (and that any other GPU table in it is marked as history).
+Every figure of a table comes from one record: the rows measured and the GPU, driver, versions,
+commit and command they were measured with. tests/test_gpu_tables.py checks that the page's tables
+are these (and that any other GPU table in it is marked as history).
 """
 
 from __future__ import annotations
@@ -17,19 +20,34 @@ from pathlib import Path
 
 from bench.gpu_check import MEASURED
 
-BEGIN = "<!-- gpu tables: made by python -m bench.gpu_tables --update README.md from bench/measured/; do not edit -->"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "gpu-figures.md"
+BEGIN = ("<!-- gpu tables: made by python -m bench.gpu_tables --update docs/reference/gpu-figures.md from "
+         "bench/measured/; do not edit -->")
 END = "<!-- gpu tables: end -->"
 # a GPU table with no record behind it, kept as the history of what was measured before
 HISTORY = "<!-- gpu table: history, no record in bench/measured/ (not re-measured) -->"
-NONE_YET = ("No record yet: nothing in `bench/measured/` was measured with the code as it is now (the step timed "
-            "until the device has finished it, MFU with causal-attention FLOPs). `bash bench/gpu_check.sh` on one "
-            "GPU writes one.")
+NONE_YET = ("Still to be measured: no record in `bench/measured/` was measured with the code as it is now (the step "
+            "timed until the device has finished it, MFU with causal-attention FLOPs), so the training figures are to "
+            "be re-measured on a GPU. `bash bench/device_check.sh` (or `bash bench/gpu_check.sh`) on one GPU writes "
+            "the record.")
+LABELER_NONE_YET = ("Still to be measured: no `bench/measured/labeler_torch-*.json`, so the labeler's GPU rate is not "
+                    "known here (without a GPU preflight, the plan prices it at the paper's A100 rate). "
+                    "`bash bench/device_check.sh` on one GPU writes the record.")
+PAGES_NONE_YET = ("No `bench/measured/labeler_pages-cpu.json` yet: the estimate's input (the real pages' prompt lengths "
+                  "and vLLM's per-page counts, measured on CPU by `python -m bench.labeler_torch pages`) is still to be "
+                  "made, before the GPU run.")
+LABELER_HEADER = ("| architecture | prefill tokens/s | decode batch B × KV length L | decode step ms | "
+                  "verification step ms | KV cache a page GiB | pages/s plain | pages/s drafted | "
+                  "bound plain | bound drafted |")
+LABELER_RULE = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+LABELER_ARCHITECTURES = ("hunyuan-0.5b", "qwen3-0.6b")
 HEADER = ("| run | layer spec | attention (kernel) | micro-batch | tokens/s per GPU | step s | MFU, spec | "
           "MFU, measured peak | MFU, spec, full attention | peak GB |")
 
 
-def records(folder: Path = MEASURED) -> list[dict]:
-    return [json.loads(p.read_text()) | {"file": f"bench/measured/{p.name}"} for p in sorted(folder.glob("*.json"))]
+def records(folder: Path = MEASURED, kind: str = "gpu_check") -> list[dict]:
+    """The records of one kind (`gpu_check` or `labeler_torch`), each with the file it was read from."""
+    return [json.loads(p.read_text()) | {"file": f"bench/measured/{p.name}"} for p in sorted(folder.glob(f"{kind}-*.json"))]
 
 
 def percent(value: float | None) -> str:
@@ -55,16 +73,11 @@ def short_commit(commit: str) -> str:
 
 def table(record: dict) -> str:
     """One record: where, with what and how it was measured, its rows, and what they say."""
-    v = record["versions"]
-    software = ", ".join(f"{name} {v[name]}" for name in ("torch", "cuda", "cudnn", "transformers", "megatron-core",
-                                                          "transformer-engine") if v.get(name))
     ok = {r["run"]: r for r in record["rows"] if not r.get("error")}
     flops = next((r for r in ok.values() if r.get("flops_per_token")), None)
-    gpu = record.get("gpu") or record["device"]
-    where = (f"one {gpu} ({record['gpu_memory_mib']:,} MiB, driver {record['driver']})" if record.get("driver")
-             else f"{gpu}")
     spec = record.get("peak_flops_spec")
-    intro = (f"`{record['command']}` on {where}; {software}; commit {short_commit(record['commit'])}, {record['date']} "
+    intro = (f"`{record['command']}` on {where(record)}; {software(record)}; commit {short_commit(record['commit'])}, "
+             f"{record['date']} "
              f"(`{record['file']}`): the `{record['model']}` shape")
     if flops:
         intro += (f" ({flops['parameters']:,} parameters, {flops['flops_per_token']:.3g} training FLOPs per token with "
@@ -89,8 +102,83 @@ def table(record: dict) -> str:
     return "\n".join(lines + ([""] + [" ".join(said)] if said else []))
 
 
-def block(found: list[dict]) -> str:
-    return "\n".join([BEGIN, "", *("\n\n".join(map(table, found)) if found else NONE_YET).splitlines(), "", END])
+def software(record: dict) -> str:
+    v = record["versions"]
+    return ", ".join(f"{name} {v[name]}" for name in ("torch", "cuda", "cudnn", "transformers", "megatron-core",
+                                                      "transformer-engine") if v.get(name))
+
+
+def where(record: dict) -> str:
+    gpu = record.get("gpu") or record["device"]
+    return f"one {gpu} ({record['gpu_memory_mib']:,} MiB, driver {record['driver']})" if record.get("driver") else gpu
+
+
+def counts_line(pages: dict) -> str:
+    """What the labeler's estimate combines with its GPU steps: the CPU-measured per-page counts."""
+    c, lengths = pages["counts"], sorted(pages["prompt_tokens"])
+    return (f"The estimate's per-page counts (`bench/measured/{pages['file']}`, written by `{pages['command']}`): "
+            f"the prompts of {pages['pages']} real pages ({', '.join(pages['sets'])}), median "
+            f"{lengths[len(lengths) // 2]:,} tokens ({pages['tokenizer']}); and from `{c['source']}` (vLLM {c['vllm']} on "
+            f"CPU, the `{c['arch']}` architecture, {c['pages_labelled']} of {c['pages_sent']} pages within its "
+            f"{c['context']:,} tokens), {c['answer_tokens_per_page']:,.0f} answer tokens a page and "
+            f"{c['passes_per_answer_plain']:,.1f} forward passes per answer plain, {c['passes_per_answer_drafted']:,.1f} "
+            f"with the block classifier's draft at {c['draft_agreement']:.1%} block agreement ({c['draft_tokens']} "
+            f"tokens a verification step; {c['pages_differing_from_plain']} pages labelled differently from plain "
+            "decoding). Forward passes are counts, not speeds: the same on any hardware.")
+
+
+def labeler_row(arch: dict) -> str:
+    if "error" in arch:
+        return f"| {arch['arch']} | {arch['error']} | | | | | | | | |"
+    d, v, e, r = arch["decode"], arch["verify"], arch["estimate"], arch["roofline"]
+    return (f"| {arch['arch']} | {arch['prefill']['tokens_per_s']:,.0f} | {d['batch']} × {d['kv_length']:,} | "
+            f"{d['seconds'] * 1e3:,.2f} | {v['seconds'] * 1e3:,.2f} ({v['positions']} positions) | "
+            f"{arch['kv_gib_per_page']:.2f} | **{e['plain_pages_per_s']:,.2f}** | **{e['drafted_pages_per_s']:,.2f}** | "
+            f"{r['plain']['pages_per_s']:,.1f} ({r['plain']['bound']}) | {r['drafted']['pages_per_s']:,.1f} "
+            f"({r['drafted']['bound']}) |")
+
+
+def labeler_rows(measured: list[dict]) -> list[str]:
+    """The measured architectures, then the released ones not in the record."""
+    done = {a["arch"] for a in measured}
+    missing = [{"arch": a, "error": "not yet measured"} for a in LABELER_ARCHITECTURES if a not in done]
+    return [LABELER_HEADER, LABELER_RULE, *map(labeler_row, [*measured, *missing])]
+
+
+def labeler_table(record: dict) -> str:
+    """One labeler record: a torch-only estimate, where and how it was measured, and its rows."""
+    peaks = record["peaks"]
+    steps = next((a["decode"] for a in record["architectures"] if "decode" in a), None)
+    how = ("under torch.compile with CUDA graphs" if steps["compiled"] else "eager") if steps else "-"
+    intro = (f"`{record['command']}` on {where(record)}; {software(record)}; commit {short_commit(record['commit'])}, "
+             f"{record['date']} (`{record['file']}`): **a torch-only estimate (no vLLM)**. Random weights of each "
+             f"architecture, SDPA attention, a static KV cache, the steps {how}. Roofline peaks: "
+             f"{peaks['flops'] / 1e12:,.4g} TFLOP/s ({peaks['flops_source']}), {peaks['bandwidth'] / 1e9:,.4g} GB/s "
+             f"({peaks['bandwidth_source']}):")
+    return "\n".join([intro, "", *labeler_rows(record["architectures"])])
+
+
+def labeler_pending() -> str:
+    return "\n".join([LABELER_NONE_YET, "", *labeler_rows([])])
+
+
+def block(training: list[dict], labeler: list[dict], pages: dict | None) -> str:
+    """The page's generated part: the training tables, then the labeler's estimate."""
+    parts = ["### Training speed", "\n\n".join(map(table, training)) if training else NONE_YET,
+             "### The labeler: a torch-only estimate (no vLLM)"]
+    parts += [counts_line(pages) if pages else PAGES_NONE_YET]
+    parts += ["\n\n".join(map(labeler_table, labeler)) if labeler else labeler_pending()]
+    return "\n".join([BEGIN, "", *"\n\n".join(parts).splitlines(), "", END])
+
+
+def labeler_pages(folder: Path = MEASURED) -> dict | None:
+    """The labeler estimate's tracked input (bench.labeler_torch pages), where there is one."""
+    path = folder / "labeler_pages-cpu.json"
+    return json.loads(path.read_text()) | {"file": path.name} if path.is_file() else None
+
+
+def generated(folder: Path = MEASURED) -> str:
+    return block(records(folder), records(folder, "labeler_torch"), labeler_pages(folder))
 
 
 def unbacked_tables(text: str) -> list[int]:
@@ -109,32 +197,34 @@ def unbacked_tables(text: str) -> list[int]:
     return unbacked
 
 
-def update(readme: Path, found: list[dict]) -> bool:
-    """Replace the README's block between the markers; whether it changed."""
-    text = readme.read_text()
+def update(page: Path, text_of_block: str) -> bool:
+    """Replace the page's block between the markers; whether it changed."""
+    text = page.read_text()
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: no block between {BEGIN!r} and {END!r} to write the tables into")
+        raise SystemExit(f"{page}: no block between {BEGIN!r} and {END!r} to write the tables into")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    new = head + block(found) + tail
-    readme.write_text(new)
+    new = head + text_of_block + tail
+    page.write_text(new)
     return new != text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_tables", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--update", type=Path, metavar="README", help="write the tables into this file's block")
+    parser.add_argument("--update", type=Path, nargs="?", const=PAGE, metavar="PAGE",
+                        help=f"write the tables into this file's block (default: {PAGE.relative_to(PAGE.parents[2])})")
+    parser.add_argument("--records", type=Path, default=MEASURED, help="the folder of records (default: bench/measured)")
     args = parser.parse_args(argv)
-    found = records()
+    text = generated(args.records)
     if args.update:
-        changed = update(args.update, found)
+        changed = update(args.update, text)
         if unbacked := unbacked_tables(args.update.read_text()):
             raise SystemExit(f"{args.update}: GPU tables at lines {unbacked} have no record in bench/measured/; "
                              f"make them from one, or mark them as history ({HISTORY})")
-        print(f"{args.update}: {len(found)} GPU table(s), {'rewritten' if changed else 'unchanged'}")
+        print(f"{args.update}: {'rewritten' if changed else 'unchanged'}")
     else:
-        print(block(found))
+        print(text)
     return 0
 
 

@@ -70,20 +70,23 @@ SWEEP = {  # settings that change the schedule and the kernels, never a greedy t
 }
 
 
+def page_order(sets: dict[str, list], count: int, seed: int = 0) -> list[tuple[str, int]]:
+    """`count` pages over the sets, round robin in FULL_GOLD's order, each set's pages shuffled:
+    (set, index) pairs."""
+    rng = random.Random(seed)
+    order = {name: rng.sample(range(len(s)), len(s)) for name, s in sets.items()}
+    chosen = [(name, order[name][k]) for k in range(max(map(len, sets.values()), default=0))
+              for name in FULL_GOLD if name in sets and k < len(sets[name])]
+    return chosen[:count]
+
+
 def bench_pages(count: int, max_pages_per_set: int, trees: int, seed: int = 0) -> tuple[list, list[dict]]:
     """`count` pages over the shared sets (round robin) and the draft of each, from a classifier
     trained on the other sets."""
     sets = labelled_sets(max_pages_per_set)
     drafted = {held: held_out_drafts(sets, held, trees=trees)[0] for held in sets}
-    rng = random.Random(seed)
-    order = {name: rng.sample(range(len(s)), len(s)) for name, s in sets.items()}
-    examples, drafts = [], []
-    for k in range(max(map(len, sets.values()))):
-        for name in FULL_GOLD:
-            if name in sets and k < len(sets[name]) and len(examples) < count:
-                examples.append(sets[name][order[name][k]])
-                drafts.append(drafted[name][order[name][k]])
-    return examples, drafts
+    chosen = page_order(sets, count, seed)
+    return [sets[name][k] for name, k in chosen], [drafted[name][k] for name, k in chosen]
 
 
 def build_labeler_model(arch: str, prompts: list[str], out: Path, dtype: str) -> Path:

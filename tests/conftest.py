@@ -46,6 +46,21 @@ def random_model(tmp_path_factory) -> Path:
     return build_random_model(tmp_path_factory.mktemp("random-labeler"), seed=0, max_positions=4096)
 
 
+@pytest.fixture
+def labeler_pages_file(tmp_path) -> Path:
+    """bench.labeler_torch's input at a tiny shape: five prompts' token lengths (one over a 256-token
+    context) and the per-page counts of a bench.labeler_gpu run."""
+    counts = {"source": "python -m bench.labeler_gpu --arch tiny", "commit": "0123456", "vllm": "0.32.0",
+              "arch": "tiny", "pages_labelled": 5, "pages_sent": 6, "context": 8192, "answer_tokens_per_page": 30.0,
+              "passes_per_answer_plain": 31.0, "passes_per_answer_drafted": 5.0, "draft_agreement": 0.8,
+              "draft_tokens": 8, "pages_differing_from_plain": 0}
+    path = tmp_path / "labeler_pages-cpu.json"
+    path.write_text(json.dumps({"kind": "labeler_pages", "commit": "0123456", "command": "python -m bench.labeler_torch pages",
+                                "date": "2026-01-01", "sets": ["cleaneval"], "pages": 5, "tokenizer": "test",
+                                "prompt_tokens": [24, 40, 64, 96, 5000], "counts": counts}))
+    return path
+
+
 def output_hashes(root: Path) -> dict[str, str]:
     """sha256 of every file under `root` but the logs (which hold times and host names)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -1,6 +1,6 @@
 """bench/gpu_check.sh, the script a short GPU allocation runs, on CPU at the tiny shape: every run
 is a row that says what ran (layer spec, attention kernel, micro-batch), the peers train on the same
-shape, one step's time is split by category, and the record it writes makes a README table."""
+shape, one step's time is split by category, and the record it writes makes a docs table."""
 
 import json
 import subprocess
@@ -42,7 +42,7 @@ def test_the_gpu_check_runs_every_row_on_cpu_and_records_them(tmp_path):
     table = done.stdout[done.stdout.index("run "):]
     assert "sdpa (flash)" in table and "megatron sdpa / hugging face llama, compiled" in done.stdout
 
-    # the tracked record: what ran where, and the README table made from it
+    # the tracked record: what ran where, and the docs table made from it
     from bench.gpu_tables import HEADER, records, table
 
     (record,) = records(tmp_path / "measured")

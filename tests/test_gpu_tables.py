@@ -1,22 +1,17 @@
-"""The README's GPU tables are made from the tracked records of bench/gpu_check.sh (bench/measured/),
-and a GPU table with no record behind it is marked as history."""
+"""The GPU tables of docs/reference/gpu-figures.md are made from the tracked records in bench/measured/
+(bench/gpu_check.sh's and bench.labeler_torch's), and a GPU table with no record behind it is found."""
 
-from pathlib import Path
-
-from bench.gpu_tables import BEGIN, END, HISTORY, block, records, table, unbacked_tables
-
-README = Path(__file__).resolve().parents[1] / "README.md"
+from bench.gpu_tables import BEGIN, END, HISTORY, PAGE, generated, table, unbacked_tables
 
 
-def test_the_readme_gpu_tables_are_the_records():
-    text = README.read_text()
+def test_the_pages_gpu_tables_are_the_records():
+    text = PAGE.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1
-    assert block(records()) in text, "README.md: run python -m bench.gpu_tables --update README.md"
+    assert generated() in text, "docs/reference/gpu-figures.md: run python -m bench.gpu_tables --update"
 
 
-def test_every_other_gpu_table_of_the_readme_is_marked_as_history():
-    assert unbacked_tables(README.read_text()) == []
-    assert HISTORY in README.read_text()  # the H200 figures of a7d67ad, kept as what was seen then
+def test_every_gpu_table_of_the_page_is_made_from_a_record():
+    assert unbacked_tables(PAGE.read_text()) == []
 
 
 def test_a_gpu_table_without_a_record_or_a_history_mark_is_found():
@@ -24,6 +19,13 @@ def test_a_gpu_table_without_a_record_or_a_history_mark_is_found():
     text = "\n".join(["intro", header, rule, "", HISTORY, "measured long ago", "", header, rule, "",
                       BEGIN, header, rule, END, "", header, rule, "| a row: 5 tokens/s per GPU |", "| next |"])
     assert unbacked_tables(text) == [2, 16]
+
+
+def test_without_records_the_page_says_both_figures_are_still_to_be_measured(tmp_path):
+    text = generated(tmp_path)
+    assert "Still to be measured" in text and "training figures are to be re-measured" in text
+    assert "the labeler's GPU rate is not known here" in text and "labeler_pages-cpu.json` yet" in text
+    assert "| hunyuan-0.5b | not yet measured |" in text and "| qwen3-0.6b | not yet measured |" in text
 
 
 def test_a_record_measured_on_a_dirty_tree_says_so_in_its_table():
