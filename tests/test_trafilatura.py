@@ -20,7 +20,7 @@ from corpus.extractors.trafilatura.releases import installed_release, release_en
 from corpus.extractors.trafilatura.step import ReleaseError, Trafilatura, extract_kwargs
 from corpus.flow.run import run_corpus
 from corpus.sample.annotated import load_pages
-from evaluation.report import arm_source
+from evaluation.sources import arm_source
 from slurm import console
 
 REPO = Path(__file__).resolve().parents[1]
