@@ -136,6 +136,7 @@ def test_sdpa_attention_gives_the_unfused_outputs_and_gradients():
     assert (outputs[0].float() - outputs[1].float()).abs().max() < 2e-2  # bf16: 8 bits of mantissa
 
 
+@pytest.mark.slow
 def test_the_gpu_fusions_give_the_unfused_model():
     """megatron-core's torch.compile fusions (on by default on a GPU) compiled here for the CPU:
     the same weights give the same loss and gradients as the op-by-op model the CPU runs train
@@ -161,6 +162,7 @@ def test_the_gpu_fusions_give_the_unfused_model():
         assert (runs[True][1][name] - grad).abs().max() <= 2**-8 * grad.abs().max(), name
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
     """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
     `sdpa` and follows the run that never switched to fp32 rounding. Beside a run of its rung that
@@ -409,6 +411,7 @@ if __name__ == "__main__":  # megatron's checkpoint writer starts processes that
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["between-checkpoints", "while-saving"])
 def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_losses(tmp_path, moment, corpus_root,
                                                                                      whole_run):

@@ -97,6 +97,7 @@ def test_the_worker_dies_with_the_process_that_started_it():
 
 
 @paper_release_env
+@pytest.mark.slow
 def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_path, sample_dir, monkeypatch):
     monkeypatch.setattr(console, "TERMINAL", terminal := io.StringIO())
     pinned = {"extractor": "trafilatura", "options": {"version": PAPER_RELEASE}}
