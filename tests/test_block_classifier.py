@@ -177,6 +177,7 @@ def test_teacher_text_becomes_block_labels():
     assert page_example(PAGE, "", "align").labels.sum() == 0
 
 
+@pytest.mark.slow
 def test_arm_accounts_for_every_record_of_the_sample(tmp_path, sample_dir):
     from corpus.flow.run import run_corpus
 

@@ -84,6 +84,7 @@ def draft_model(tmp_path_factory):
     return model.save(tmp_path_factory.mktemp("draft"))
 
 
+@pytest.mark.slow
 def test_the_draft_labels_every_block_and_agrees_with_the_marks(draft_model):
     examples = draft_training_pages(20, seed=4)
     draft = BlockDraft(draft_model)
@@ -96,6 +97,7 @@ def test_the_draft_labels_every_block_and_agrees_with_the_marks(draft_model):
     assert agreed / blocks > 0.8  # generated pages are easy: the point is that blocks line up with their labels
 
 
+@pytest.mark.slow
 def test_the_draft_is_on_where_a_draft_model_is(draft_model, random_model, tmp_path):
     from corpus.extractors.block_classifier.model import BlockModel
 
