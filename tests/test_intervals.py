@@ -50,6 +50,7 @@ def interval(reference, other, weights):
 @pytest.mark.parametrize("seeds", [2, 3])
 @pytest.mark.parametrize("seed_common,seed_own,noisier", [(0.0, 0.002, 1.0), (0.015, 0.01, 1.0), (0.015, 0.01, 3.0)],
                          ids=["small seed noise", "large seed noise", "arm 1 3x noisier"])
+@pytest.mark.slow
 def test_interval_covers_the_true_difference_at_the_nominal_rate(seeds, seed_common, seed_own, noisier):
     rng = np.random.default_rng(1000 * seeds + int(1e4 * seed_common) + int(noisier))
     average = {f"b{b}": 1 / BENCHMARKS for b in range(BENCHMARKS)}
@@ -80,6 +81,7 @@ def test_the_generalized_interval_is_a_t_where_one_part_is_all_the_noise():
 
 
 @pytest.mark.parametrize("documents_share", [0.03, 0.3, 3.0])
+@pytest.mark.slow
 def test_tails_stay_at_most_nominal_where_seeds_measured_on_two_degrees_of_freedom_dominate(documents_share):
     """Satterthwaite's t had 2-6x nominal tails here: a seed variance small by chance raised its
     degrees of freedom too. The generalized p-value may be conservative, never liberal."""

@@ -84,11 +84,13 @@ def tiny_encoder(tmp_path_factory):
     return out, model, report
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss(tiny_encoder):
     _, _, report = tiny_encoder
     assert report["steps"] > 5 and report["last_loss"] < report["first_loss"]
 
 
+@pytest.mark.slow
 def test_saved_encoder_reloads_to_identical_predictions(tiny_encoder, tmp_path):
     import torch
 
@@ -109,6 +111,7 @@ def test_saved_encoder_reloads_to_identical_predictions(tiny_encoder, tmp_path):
     assert torch.equal(trained, loaded)
 
 
+@pytest.mark.slow
 def test_long_pages_are_covered_by_overlapping_windows(tiny_encoder):
     from corpus.extractors.dripper.labelers.encoder import EncoderLabeler
 
@@ -120,6 +123,7 @@ def test_long_pages_are_covered_by_overlapping_windows(tiny_encoder):
     assert result.ok and set(result.labels) == set(ids)
 
 
+@pytest.mark.slow
 def test_dripper_arm_with_the_encoder_accounts_for_every_record(tiny_encoder, tmp_path, sample_dir):
     from test_extract import check_accounting
 

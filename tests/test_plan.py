@@ -11,9 +11,11 @@ import yaml
 from configs.experiment import load_experiment
 from corpus.accounting.ledger import arm_ledger, rows_by_name
 from corpus.extractors.trafilatura.releases import installed_release
-from corpus.flow.plan import check_plan, folder_bytes, verdict, yield_interval
+from corpus.flow.pilot import folder_bytes
+from corpus.flow.plan import check_plan
 from corpus.flow.plan import main as plan_main
 from corpus.flow.stages import corpus_stages
+from corpus.flow.verdict import verdict, yield_interval
 from corpus.read.inputs import resolve_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,7 +108,7 @@ def test_a_pilot_predicts_the_full_run_and_short_inputs_are_refused(tmp_path):
 
 
 def test_an_arm_not_piloted_here_is_priced_from_the_assumed_labeler_rate(tmp_path):
-    from corpus.flow.plan import costs, labeler_lines, rates
+    from corpus.flow.pricing import costs, labeler_lines, rates
 
     raw = experiment(tmp_path / "out", 1_000_000)
     raw["arms"] = {"trafilatura": {"extractor": "trafilatura"},
@@ -234,7 +236,7 @@ def test_a_pilot_on_real_pages_gives_real_page_rates_and_the_labelers_prompt_tok
 
 
 def test_a_drafted_labeler_is_priced_at_its_measured_rate_and_says_which_rate_it_is(tmp_path):
-    from corpus.flow.plan import labeler_rates
+    from corpus.flow.pricing import labeler_rates
 
     raw = experiment(tmp_path / "out", 1_000_000)
     raw["arms"] = {"dripper": {"extractor": "dripper", "labeler": {"kind": "vllm", "draft_model": "/cluster/models/draft"}}}

@@ -96,6 +96,7 @@ def read_ids(folder) -> set[str]:
     return {json.loads(line)["id"] for path in folder.glob("*.jsonl.gz") for line in gzip.open(path, "rt")}
 
 
+@pytest.mark.slow
 def test_each_filter_removes_what_it_should(processed):
     config, shards, fate = processed
     post = config.post_dir("a")
@@ -119,6 +120,7 @@ def test_exact_dedup_normalises_case_unicode_and_layout():
     assert normalised_text("hello, world") != normalised_text("hello world")
 
 
+@pytest.mark.slow
 def test_ledger_accounts_for_every_document_at_every_stage(processed):
     config, shards, fate = processed
     ledger = arm_ledger(config, "a")
@@ -137,6 +139,7 @@ def test_ledger_accounts_for_every_document_at_every_stage(processed):
     assert pair["only_a"] == pair["only_b"] == 0 and pair["both"] == 24
 
 
+@pytest.mark.slow
 def test_every_arm_gets_the_same_post_processing(processed):
     config, _, _ = processed
 
@@ -151,6 +154,7 @@ def test_every_arm_gets_the_same_post_processing(processed):
         ExperimentConfig.model_validate(raw)
 
 
+@pytest.mark.slow
 def test_megatron_datasets_read_back_to_the_selected_documents(processed):
     from megatron.core.datasets.indexed_dataset import IndexedDataset
     from tokenizers import Tokenizer

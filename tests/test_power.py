@@ -10,8 +10,9 @@ from scipy import stats
 
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
-from evaluation import power
-from evaluation.power import PowerAssumptions, ScoreNoise, UnitNoise, assumed_noise, mdd, score_noise
+from evaluation import power, power_measured, power_simulation
+from evaluation.power import PowerAssumptions, assumed_noise
+from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise
 from evaluation.statistics.intervals import tail_probability
 from evaluation.tasks.suite import Suite, load_suite
 
@@ -91,7 +92,10 @@ def test_mdd_needs_two_seeds_and_tends_to_normal_quantiles_with_many_documents()
     assert mdd(noise, 2, 0.05) == pytest.approx(stats.norm.isf(0.025) + stats.norm.ppf(0.8), rel=0.02)
 
 
-def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path):
+def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path, monkeypatch):
+    # what is tested is which items and seeds each report counts, and that seeds_needed is the fewest reaching 80%
+    # of the same simulation: 512 Sobol draws decide that as 4096 do, at an eighth of the cost
+    monkeypatch.setattr(power_simulation, "DRAWS", 512)
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "offline_items": 40})
     raw["pretrain"]["seeds"] = [1, 2]
     config = ExperimentConfig.model_validate(raw)
@@ -106,11 +110,13 @@ def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path
     # the seeds that resolve 10 points: the fewest at which the simulated power reaches 80%
     needed, noise = few["seeds_needed"], power.assumed_noise(power.task_items(config, load_suite()), load_suite())
     alpha = few["levels"]["average"]["alpha"]
-    assert power.power_at(0.1, power.decision_threshold(noise["average"], needed, alpha)) >= 0.8
-    assert needed == 2 or power.power_at(0.1, power.decision_threshold(noise["average"], needed - 1, alpha)) < 0.8
+    simulated = power_simulation
+    assert simulated.power_at(0.1, simulated.decision_threshold(noise["average"], needed, alpha)) >= 0.8
+    assert needed == 2 or simulated.power_at(0.1, simulated.decision_threshold(noise["average"], needed - 1, alpha)) < 0.8
 
 
-def test_power_from_a_run_equals_a_hand_computation(tmp_path):
+def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
+    monkeypatch.setattr(power_simulation, "DRAWS", 512)  # the hand computation runs the same simulation, same draws
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline"})
     raw["pretrain"]["seeds"] = [1, 2]
     config = ExperimentConfig.model_validate(raw)
@@ -120,7 +126,7 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path):
     values = {("a", 1): [1, 0, 1, 0], ("a", 2): [0.5, -0.5, 0.5, -0.5], ("b", 1): [1, 1, 1, 0], ("b", 2): [1, 1, 1, 0]}
     for (arm, seed), v in values.items():
         write_eval_run(config, arm, seed, 5, {t: metric_samples(suite.benchmark_of(t).score, v) for t in suite.all_tasks()})
-    accuracy = power.run_power(config)["families"]["accuracy"]
+    accuracy = power_measured.run_power(config)["families"]["accuracy"]
     noise = accuracy["noise"]["MMLU"]
     # a document's variance: 1/3 in a's rows, 1/4 in b's: 7/24; paired differences, seed means [1/4, 5/4, 1/4, 1/4]:
     # variance 1/4, so 2 sigma^2 (1 - rho) = 1/4; seed SD pooled over a (0.125) and b (0): sqrt(0.0625)
@@ -140,16 +146,16 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path):
     # arm a's seeds differ by 0.5: every seed agreeing in sign gets no likelier with more seeds, and none reach 80%
     pair = ScoreNoise(by_hand.fixed, 0.0, terms, (0.125, 0.0))
     assert observed["seeds_needed"] is None
-    assert all(power.power_at(0.5, power.decision_threshold(pair, s, 0.05)) < 0.8 for s in (2, 6, 12))
+    assert all(power_simulation.power_at(0.5, power_simulation.decision_threshold(pair, s, 0.05)) < 0.8 for s in (2, 6, 12))
     assert "seeds_needed" not in accuracy["differences"]["b"]["MMLU"] and np.isfinite(accuracy["mdd"]["MMLU"])
 
 
 def test_seeds_needed_is_the_fewest_that_reach_eighty_percent():
     noise = ScoreNoise(fixed=1e-4, interaction=0.0, terms=((1e-4, 0.0, 500),), seed=(1e-4, 1e-4))
-    needed = power.seeds_needed(0.05, lambda s: (noise, 0.05 / 4))
-    assert needed > 2 and power.power_at(0.05, power.decision_threshold(noise, needed, 0.05 / 4)) >= 0.8
-    assert power.power_at(0.05, power.decision_threshold(noise, needed - 1, 0.05 / 4)) < 0.8
-    assert power.seeds_needed(0.01, lambda s: (noise, 0.05 / 4)) is None  # below what the documents alone allow
+    needed = power_simulation.seeds_needed(0.05, lambda s: (noise, 0.05 / 4))
+    assert needed > 2 and power_simulation.power_at(0.05, power_simulation.decision_threshold(noise, needed, 0.05 / 4)) >= 0.8
+    assert power_simulation.power_at(0.05, power_simulation.decision_threshold(noise, needed - 1, 0.05 / 4)) < 0.8
+    assert power_simulation.seeds_needed(0.01, lambda s: (noise, 0.05 / 4)) is None  # below what the documents alone allow
 
 
 def test_power_from_a_run_with_one_seed_refuses(tmp_path, capsys):
@@ -170,7 +176,7 @@ def test_power_from_a_run_with_one_seed_refuses(tmp_path, capsys):
 def test_a_ladder_gets_each_rungs_mdd_for_its_own_seeds_and_trained_arms(tmp_path, capsys, monkeypatch):
     import json
 
-    monkeypatch.setattr(power, "DRAWS", 512)  # what is tested here is which seeds and arms each rung counts
+    monkeypatch.setattr(power_simulation, "DRAWS", 512)  # what is tested here is which seeds and arms each rung counts
 
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "offline_items": 40})
     raw["arms"]["c"] = {"extractor": "trafilatura"}
@@ -197,19 +203,19 @@ def test_an_mdd_printed_from_a_run_holds_on_average_over_the_runs_it_could_come_
     taking the estimate as the truth, as before, prints MDDs that hold far less often."""
     terms = ((1e-6, 0.0, 1000),)  # the seeds are the noise
     truth = ScoreNoise(1e-6, 0.0, terms, (1e-4, 1e-4))
-    at_truth = power.decision_threshold(truth, 2, 0.05 / 4)
+    at_truth = power_simulation.decision_threshold(truth, 2, 0.05 / 4)
     pilots = stats.chi2.ppf((np.arange(12) + 0.5) / 12, 2) / 2
     held, naive = [], []
     for w in pilots:
         seed = (1e-4 * w,) * 2
-        held.append(power.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed, (2,)), 2, 0.05 / 4, draws=512), at_truth))
-        naive.append(power.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed), 2, 0.05 / 4, draws=512), at_truth))
+        held.append(power_simulation.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed, (2,)), 2, 0.05 / 4, draws=512), at_truth))
+        naive.append(power_simulation.power_at(mdd(ScoreNoise(1e-6, 0.0, terms, seed), 2, 0.05 / 4, draws=512), at_truth))
     assert np.mean(held) == pytest.approx(0.80, abs=0.03)
     assert np.mean(naive) < 0.70
 
 
 def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_primary_decision(tmp_path, monkeypatch):
-    monkeypatch.setattr(power, "DRAWS", 256)  # what is tested is which noise each family's MDD takes
+    monkeypatch.setattr(power_simulation, "DRAWS", 256)  # what is tested is which noise each family's MDD takes
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "hub", "primary": {"pair": ["b", "a"], "score": "p_gold:average"}})
     raw["pretrain"]["seeds"] = [1, 2, 3]
     config = ExperimentConfig.model_validate(raw)
@@ -234,7 +240,7 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
     assert primary["score"] == "p_gold:average" and primary["alpha"] == pytest.approx(0.05)
     assert primary["average_by_family"]["p_gold"] == primary["mdd"]
     assert set(primary["average_by_family"]) == {"accuracy", "p_gold"}
-    assert primary["mdd"] < power.mdd(power.assumed_noise(power.task_items(config, suite), suite,
+    assert primary["mdd"] < power_simulation.mdd(power.assumed_noise(power.task_items(config, suite), suite,
                                                           family=fams["p_gold"], measured=measured(0.5)["p_gold"])["average"],
                                       3, 0.05 / 2)
     assert power.power_report(config)["primary"]["mdd"] is None  # p(gold) has no assumed document noise
@@ -248,18 +254,18 @@ def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_
     0.96 of the time (0.92)."""
     key = ("columns", "average")
     truth = ScoreNoise(1e-6, 0.0, ((1e-6, 0.0, 1000),), (1e-4, 1e-4))  # the seeds are the noise
-    at_truth = power.decision_threshold(truth, 2, 0.05)
+    at_truth = power_simulation.decision_threshold(truth, 2, 0.05)
     quantiles = stats.chi2.ppf((np.arange(6) + 0.5) / 6, 1)
     held, two_draws = [], []
     for wa in quantiles:
         for wb in quantiles:
-            family = power.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}},
+            family = power_measured.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}},
                                           {key: {"a": 1e-4 * wa, "b": 1e-4 * wb}}, 2)
             noise = family.noise(key, ("b", "a"))
             assert len(noise.seed_df) == 1 and 1 <= noise.seed_df[0] <= 2  # Welch's, from one degree of freedom an arm
-            held.append(power.power_at(mdd(noise, 2, 0.05, draws=512), at_truth))
+            held.append(power_simulation.power_at(mdd(noise, 2, 0.05, draws=512), at_truth))
             apart = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed, (1, 1))
-            two_draws.append(power.power_at(mdd(apart, 2, 0.05, draws=512), at_truth))
+            two_draws.append(power_simulation.power_at(mdd(apart, 2, 0.05, draws=512), at_truth))
     # still on the safe side where the two arms are equally noisy (Welch's degrees of freedom from two
     # estimates fall below the 2 their sum has), far less than with a draw an arm
     assert 0.77 <= np.mean(held) <= 0.90

@@ -63,6 +63,7 @@ def test_the_pre_filter_judges_the_whole_page():
     assert prefilter.probability(chinese.html) < 0.02 < 0.5 < prefilter.probability(english.html)
 
 
+@pytest.mark.slow
 def test_filtering_urls_before_extraction_gives_the_same_datasets(runs):
     first, after = runs["before"], runs["after"]
     assert (first.tokenizer_file().read_bytes() == after.tokenizer_file().read_bytes())
@@ -79,6 +80,7 @@ def test_filtering_urls_before_extraction_gives_the_same_datasets(runs):
         assert (first.dataset_dir(arm) / "selected_ids.txt.gz").is_file()
 
 
+@pytest.mark.slow
 def test_the_language_pre_filter_removes_records_from_every_arm_and_nothing_else(runs):
     with_it, without = runs["before"], runs["no prefilter"]
     removed = {}

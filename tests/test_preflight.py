@@ -8,7 +8,7 @@ import yaml
 
 from bench.preflight import main as preflight_main
 from configs.experiment import load_experiment
-from corpus.flow.plan import rates
+from corpus.flow.pricing import rates
 
 
 def config_file(tmp_path):

@@ -26,6 +26,22 @@ def corpus_root(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def whole_run(corpus_root):
+    """Arm a, seed 1, trained whole once on the module's corpus: the run the interrupted ones must equal."""
+    from pretrain.train import train
+
+    return train(experiment(corpus_root), "a", seed=1)
+
+
+def copy_corpus(corpus_root, root) -> None:
+    """The module's tokenizer and datasets (what build_pretrain_corpus writes) into another output root."""
+    import shutil
+
+    for folder in ("tokenizer", "datasets"):
+        shutil.copytree(corpus_root / folder, root / folder)
+
+
 def losses(run_dir) -> list[float]:
     return [json.loads(line)["loss"] for line in (run_dir / "log.jsonl").read_text().splitlines()]
 
@@ -38,12 +54,12 @@ def test_steps_follow_the_token_budget(corpus_root):
         experiment(corpus_root, global_batch_size=512, micro_batch_size=2).training_steps()
 
 
-def test_training_lowers_the_loss_and_resume_continues_exactly(corpus_root):
+def test_training_lowers_the_loss_and_resume_continues_exactly(corpus_root, whole_run):
     from pretrain.train import train
 
     config = experiment(corpus_root)
     steps, _ = config.training_steps()
-    whole = train(config, "a", seed=1)
+    whole = whole_run
     cut = train(config, "b", seed=1, stop_at=10)  # arm b holds the same data: the same run, interrupted
     assert len(losses(cut)) == 10
     train(config, "b", seed=1)  # resumes from step 10
@@ -57,17 +73,16 @@ def test_training_lowers_the_loss_and_resume_continues_exactly(corpus_root):
     assert exported == [f"step_{s:07d}" for s in (10, 20, 30) if s <= steps] + ([f"step_{steps:07d}"] if steps % 10 else [])
 
 
-def test_export_matches_megatron_logits(corpus_root, tmp_path):
+def test_export_matches_megatron_logits(corpus_root, whole_run, tmp_path):
     from transformers import LlamaForCausalLM
 
     from pretrain.checkpoint import latest_checkpoint, load_model
     from pretrain.export import export_checkpoint, read_run_info
     from pretrain.model import build_model
     from pretrain.platform import detect
-    from pretrain.train import train
 
     config = experiment(corpus_root)
-    run_dir = train(config, "a", seed=1)
+    run_dir = whole_run
     checkpoint = latest_checkpoint(run_dir)
     out = export_checkpoint(checkpoint, tmp_path / "hf")
     run = read_run_info(checkpoint)
@@ -121,6 +136,7 @@ def test_sdpa_attention_gives_the_unfused_outputs_and_gradients():
     assert (outputs[0].float() - outputs[1].float()).abs().max() < 2e-2  # bf16: 8 bits of mantissa
 
 
+@pytest.mark.slow
 def test_the_gpu_fusions_give_the_unfused_model():
     """megatron-core's torch.compile fusions (on by default on a GPU) compiled here for the CPU:
     the same weights give the same loss and gradients as the op-by-op model the CPU runs train
@@ -146,6 +162,7 @@ def test_the_gpu_fusions_give_the_unfused_model():
         assert (runs[True][1][name] - grad).abs().max() <= 2**-8 * grad.abs().max(), name
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_one_attention_continues_with_the_other(corpus_root):
     """Both local-spec attentions share one state dict: a run stopped under `unfused` resumes under
     `sdpa` and follows the run that never switched to fp32 rounding. Beside a run of its rung that
@@ -394,8 +411,10 @@ if __name__ == "__main__":  # megatron's checkpoint writer starts processes that
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["between-checkpoints", "while-saving"])
-def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_losses(tmp_path, moment):
+def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_losses(tmp_path, moment, corpus_root,
+                                                                                     whole_run):
     import os
     import signal
     import subprocess
@@ -405,9 +424,9 @@ def test_a_killed_run_resumes_from_its_last_complete_checkpoint_with_the_same_lo
     from pretrain.checkpoint import is_complete
     from pretrain.train import train
 
-    build_pretrain_corpus(tmp_path)
+    copy_corpus(corpus_root, tmp_path)  # arm b's run of its own, on the data of the module's whole run of arm a
     config = experiment(tmp_path)
-    whole = train(config, "a", seed=1)
+    whole = whole_run
     (tmp_path / "exp.json").write_text(json.dumps(pretrain_experiment(tmp_path)))
     (tmp_path / "killed.py").write_text(KILLED_TRAINING)
     repo = Path(__file__).resolve().parents[1]

@@ -77,6 +77,7 @@ def output_docs(folder) -> dict[str, str]:
     return {(d := json.loads(line))["id"]: d["text"] for p in folder.glob("*.jsonl.gz") for line in gzip.open(p, "rt")}
 
 
+@pytest.mark.slow
 def test_every_arm_gets_exactly_the_budget(flow):
     manifest = json.loads(manifest_path(flow).read_text())
     assert set(manifest["arms"]) == set(flow.arms)
@@ -84,6 +85,7 @@ def test_every_arm_gets_exactly_the_budget(flow):
         assert entry["tokens"] == BUDGET, arm
 
 
+@pytest.mark.slow
 def test_reference_arms_read_only_what_the_budget_needs(flow):
     for arm in ("parquet", "hub"):
         read = rows_by_name(arm_ledger(flow, arm))[READ]
@@ -96,6 +98,7 @@ def test_reference_arms_read_only_what_the_budget_needs(flow):
     assert len({int(i.split("-")[-1]) % 3 for i in ids}) == 1
 
 
+@pytest.mark.slow
 def test_a_reference_arm_is_tokenised_in_bounded_shards_a_task_each(flow):
     from megatron.core.datasets.indexed_dataset import IndexedDataset
 
@@ -123,6 +126,7 @@ def test_a_reference_arm_is_tokenised_in_bounded_shards_a_task_each(flow):
             assert lengths.sum() - lengths[-1] < SHARD_TOKENS, (arm, shard.name)  # full only with its last document
 
 
+@pytest.mark.slow
 def test_ledger_follows_reference_arms_from_where_they_join(flow):
     for arm in flow.arms:
         ledger = arm_ledger(flow, arm)
@@ -134,12 +138,14 @@ def test_ledger_follows_reference_arms_from_where_they_join(flow):
     assert post[0]["removed"]["not drawn"] > 0
 
 
+@pytest.mark.slow
 def test_tokenizer_is_trained_on_extractor_arms_only(flow):
     stats = json.loads(next((flow.output_root / "logs" / "tokenizer" / "stats").glob("*.json")).read_text())
     sampled = {k.removeprefix("chars_") for step in stats for k in step["stats"] if k.startswith("chars_")}
     assert sampled == {"trafilatura"}
 
 
+@pytest.mark.slow
 def test_gold_arm_holds_exactly_the_gold_of_the_surviving_records(flow, sample_dir):
     gold = {row["id"]: row for row in read_gold(sample_dir / "gold.jsonl")}
     extracted = output_docs(flow.arm_dir("gold") / "output")
@@ -157,6 +163,7 @@ def test_gold_arm_holds_exactly_the_gold_of_the_surviving_records(flow, sample_d
         assert text == html2text_markdown(gold[record_id]["gold_html"])
 
 
+@pytest.mark.slow
 def test_a_row_added_to_a_finished_run_gets_its_dataset_and_changes_no_other(flow):
     before = json.loads(manifest_path(flow).read_text())["arms"]
     extra = flow.arms["parquet"].model_copy(update={"seed": 4})
@@ -211,6 +218,7 @@ def test_arms_that_need_their_context_fail_at_load(tmp_path, sample_dir):
     assert config.arms["gold"].gold == [str(tmp_path / "sample" / f"0000{i}" / "gold.jsonl") for i in range(2)]
 
 
+@pytest.mark.slow
 def test_preflight_reads_the_first_document_of_every_reference_corpus(flow):
     from bench.preflight import reference_checks
 

@@ -8,8 +8,10 @@ import pytest
 
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
+from evaluation.decisions import decision_rows
+from evaluation.headline import category_means, centered
 from evaluation.markdown import report_markdown
-from evaluation.report import build_report, category_means, centered, decision_rows, main
+from evaluation.report import build_report, main
 from evaluation.tasks.suite import load_suite
 
 SUITE = load_suite()

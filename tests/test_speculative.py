@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, release_labelers
+from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, build_labeler, release_labelers
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.draft import BlockDraft
 from corpus.extractors.dripper.labelers.speculative import CLOSE, OPEN, answer_passes, rest_of_answer
@@ -84,6 +84,7 @@ def draft_model(tmp_path_factory):
     return model.save(tmp_path_factory.mktemp("draft"))
 
 
+@pytest.mark.slow
 def test_the_draft_labels_every_block_and_agrees_with_the_marks(draft_model):
     examples = draft_training_pages(20, seed=4)
     draft = BlockDraft(draft_model)
@@ -96,6 +97,7 @@ def test_the_draft_labels_every_block_and_agrees_with_the_marks(draft_model):
     assert agreed / blocks > 0.8  # generated pages are easy: the point is that blocks line up with their labels
 
 
+@pytest.mark.slow
 def test_the_draft_is_on_where_a_draft_model_is(draft_model, random_model, tmp_path):
     from corpus.extractors.block_classifier.model import BlockModel
 
@@ -144,11 +146,11 @@ def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_mode
     common = {"kind": "vllm", "model": str(random_model), "max_context_tokens": 4096, "max_output_tokens": 1024,
               "gpu_memory_utilization": 0.05, "draft_tokens": 16, "dtype": "float32"}
     try:
-        plain = VllmLabelerConfig(**common).build().label(pages)
+        plain = build_labeler(VllmLabelerConfig(**common)).label(pages)
     finally:
         release_labelers()
     try:
-        labeler = VllmLabelerConfig(**common, draft_model=str(draft_model)).build()
+        labeler = build_labeler(VllmLabelerConfig(**common, draft_model=str(draft_model)))
         drafted = labeler.label(pages)
         perfect = labeler.label(pages, drafts=[r.labels for r in plain])
     finally:

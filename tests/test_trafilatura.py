@@ -20,7 +20,7 @@ from corpus.extractors.trafilatura.releases import installed_release, release_en
 from corpus.extractors.trafilatura.step import ReleaseError, Trafilatura, extract_kwargs
 from corpus.flow.run import run_corpus
 from corpus.sample.annotated import load_pages
-from evaluation.report import arm_source
+from evaluation.sources import arm_source
 from slurm import console
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,6 +97,7 @@ def test_the_worker_dies_with_the_process_that_started_it():
 
 
 @paper_release_env
+@pytest.mark.slow
 def test_a_pinned_release_runs_in_its_environment_through_the_corpus_flow(tmp_path, sample_dir, monkeypatch):
     monkeypatch.setattr(console, "TERMINAL", terminal := io.StringIO())
     pinned = {"extractor": "trafilatura", "options": {"version": PAPER_RELEASE}}

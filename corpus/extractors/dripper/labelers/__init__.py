@@ -1,4 +1,5 @@
-"""Block labelers behind one interface (`BlockLabeler`), built from the arm's labeler config.
+"""Block labelers behind one interface (`BlockLabeler`), built from the arm's labeler config
+(`build_labeler`: the configs import none of the labelers' code).
 
 `get_labeler` keeps one labeler per config per process: a vLLM engine is built once per
 datatrove task and serves all its batches.
@@ -6,15 +7,31 @@ datatrove task and serves all its batches.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from corpus.extractors.dripper.labelers.base import MAIN, OTHER, BlockLabeler, BlockPage, LabelerEngineError, PageLabels
+
+if TYPE_CHECKING:
+    from corpus.extractors.dripper.labelers.config import LabelerConfig
 
 _LABELERS: dict[str, BlockLabeler] = {}
 
 
-def get_labeler(config) -> BlockLabeler:
+def build_labeler(config: LabelerConfig) -> BlockLabeler:
+    """A new labeler of the config's kind, in this process (a vLLM one starts its engine)."""
+    if config.kind == "encoder":
+        from corpus.extractors.dripper.labelers.encoder import EncoderLabeler
+
+        return EncoderLabeler(config.model, config.batch_windows)
+    from corpus.extractors.dripper.labelers.llm import build_llm_labeler
+
+    return build_llm_labeler(config)
+
+
+def get_labeler(config: LabelerConfig) -> BlockLabeler:
     key = config.model_dump_json()
     if key not in _LABELERS:
-        _LABELERS[key] = config.build()
+        _LABELERS[key] = build_labeler(config)
     return _LABELERS[key]
 
 
@@ -30,5 +47,5 @@ def release_labelers() -> None:
     _LABELERS.clear()
 
 
-__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "LabelerEngineError", "PageLabels", "get_labeler",
+__all__ = ["MAIN", "OTHER", "BlockLabeler", "BlockPage", "LabelerEngineError", "PageLabels", "build_labeler", "get_labeler",
            "release_labelers"]

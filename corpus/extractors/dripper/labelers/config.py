@@ -1,5 +1,5 @@
-"""The config of each labeler kind (the Dripper arm's `labeler:`); `build()` makes the labeler
-in the process that uses it."""
+"""The config of each labeler kind (the Dripper arm's `labeler:`). A config imports none of the code it
+configures: `corpus.extractors.dripper.labelers.build_labeler` makes the labeler in the process that uses it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from configs.base import StrictModel, check_local_model, require_model_folder
 from corpus.shims import VLLM_MAX_SPEC_TOKENS
 
 DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
+DRAFT_MODEL_HINT = ("train one with python -m corpus.extractors.dripper.draft_training (README: "
+                    "\"The labeler on a GPU, and its draft\")")
 
 
 class LlmLabelerOptions(StrictModel):
@@ -30,11 +32,6 @@ class LlmLabelerOptions(StrictModel):
                                       "counted `too_long` fallback instead.")
     prompt_version: str = Field("short_compact", description="mineru-html's prompt, by name: the one the model was "
                                 "trained with.")
-
-    def build(self):
-        from corpus.extractors.dripper.labelers.llm import build_llm_labeler
-
-        return build_llm_labeler(self)
 
     @property
     def token_source(self) -> str:
@@ -74,8 +71,6 @@ class VllmLabelerConfig(LlmLabelerOptions):
 
     @model_validator(mode="after")
     def _draft_model(self):
-        from corpus.extractors.dripper.labelers.draft import DRAFT_MODEL_HINT
-
         if self.draft == "block_classifier":
             if not self.draft_model:
                 raise ValueError(f"draft: block_classifier needs draft_model: a folder; {DRAFT_MODEL_HINT}")
@@ -129,11 +124,6 @@ class EncoderLabelerConfig(StrictModel):
     @property
     def token_source(self) -> str:
         return "4 UTF-8 bytes a token: a stand-in, the encoder has no LLM tokenizer"
-
-    def build(self):
-        from corpus.extractors.dripper.labelers.encoder import EncoderLabeler
-
-        return EncoderLabeler(self.model, self.batch_windows)
 
 
 LabelerConfig = Annotated[Union[VllmLabelerConfig, EndpointLabelerConfig, EncoderLabelerConfig], Field(discriminator="kind")]

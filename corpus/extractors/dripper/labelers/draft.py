@@ -11,9 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corpus.extractors.dripper.labelers.base import MAIN, OTHER, BlockPage
-
-DRAFT_MODEL_HINT = ("train one with python -m corpus.extractors.dripper.draft_training (README: "
-                    "\"The labeler on a GPU, and its draft\")")
+from corpus.extractors.dripper.labelers.config import DRAFT_MODEL_HINT
 
 
 class BlockDraft:

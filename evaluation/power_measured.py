@@ -1,0 +1,194 @@
+"""The noise measured from a finished or partial run (`python -m evaluation.power CONFIG --from-run`; the
+method: evaluation/power.py): every parameter per metric family and benchmark from the seeds x documents
+layout of the report's comparison, and the MDDs and seeds needed it gives."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from itertools import combinations
+
+import numpy as np
+
+from configs.experiment import ExperimentConfig
+from evaluation.metrics import Family, families
+from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, seeds_needed, table_levels
+from evaluation.runs import compare, load_runs
+from evaluation.statistics.intervals import LEVEL, arm_scores, interaction_variance
+from evaluation.tasks.clean_text import clean_text_tasks
+from evaluation.tasks.suite import load_suite
+
+
+def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
+        -> tuple[dict[str, UnitNoise], dict[str, tuple[float, float]], float]:
+    """Per unit of the family its noise (for display), per task its per-document fixed paired
+    variance (not clipped at zero) and seed-by-document interaction (per arm), and rho_seed, from
+    every arm's seeds x documents matrices (arm -> task -> matrix, the report's comparison)."""
+    arms = list(matrices)
+
+    def pooled(values: list[tuple[float, int]]) -> float:  # (value, weight) pairs
+        total = sum(w for _, w in values)
+        return sum(v * w for v, w in values) / total if total else 0.0
+
+    interaction = {t: pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()])
+                   for t in family.task_keys()}
+    # unclipped (an average over runs stays unbiased); clipped at zero where used
+    fixed = {t: pooled([(float(np.var((matrices[b][t] - matrices[a][t]).mean(axis=0), ddof=1))
+                         - 2 * interaction[t] / len(matrices[a][t]), 1) for a, b in combinations(arms, 2)])
+             for t in family.task_keys()}
+
+    def seed_net(weights: dict[str, float]) -> float:
+        """sigma_seed^2 of a weighted score, pooled over arms, less the interaction over its documents."""
+        values = [(float(np.var(score, ddof=1)), len(score) - 1) for score in (arm_scores(m, weights) for m in matrices.values())]
+        part = sum(w ** 2 * interaction[t] / next(iter(matrices.values()))[t].shape[1] for t, w in weights.items())
+        return max(0.0, pooled(values) - part)
+
+    noise = {}
+    for unit, tasks in family.units.items():
+        sigma2 = sum(w * pooled([(float(np.var(row, ddof=1)), 1) for m in matrices.values() for row in m[t]])
+                     for t, w in tasks.items())
+        inter = sum(w * 2 * interaction[t] for t, w in tasks.items())
+        paired = sum(w * max(0.0, fixed[t]) for t, w in tasks.items()) + inter  # one seed's paired document variance
+        noise[unit] = UnitNoise(item_variance=sigma2, item_correlation=1 - paired / (2 * sigma2) if sigma2 else 0.0,
+                                seed_item_share=inter / paired if paired else 0.0, seed_std=math.sqrt(seed_net(tasks)))
+    correlation = 0.0
+    if "average" in family.columns and len(family.columns["average"]) > 1:
+        weights = family.columns["average"]
+        stds = {u: w * noise[u].seed_std for u, w in weights.items()}
+        own = sum(s ** 2 for s in stds.values())
+        cross = sum(stds.values()) ** 2 - own
+        if cross > 0:
+            correlation = min(1.0, max(-1.0, (seed_net(family.task_weights("average")) - own) / cross))
+    return noise, {t: (fixed[t], interaction[t]) for t in fixed}, correlation
+
+
+def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
+                         seed: tuple[float, float], seed_df: tuple[float, ...] = ()) -> ScoreNoise:
+    """A score's noise from its tasks' measured per-document parts and two arms' seed variances
+    (estimated on `seed_df`: ScoreNoise)."""
+    terms = tuple((w ** 2 * max(0.0, tasks[t][0]) / items[t], w ** 2 * 2 * tasks[t][1] / items[t], items[t])
+                  for t, w in weights.items())
+    return ScoreNoise(sum(t[0] for t in terms), sum(t[1] for t in terms), terms, seed, seed_df)
+
+
+@dataclass(frozen=True)
+class MeasuredFamily:
+    """A family's noise measured from a run: every arm's seeds x documents matrices on the same
+    paired seeds (measured_noise's parts, and each arm's seed variance of every score)."""
+
+    units: dict[str, UnitNoise]
+    tasks: dict[str, tuple[float, float]]
+    seed_correlation: float
+    items: dict[str, int]
+    scores: dict[tuple[str, str], dict[str, float]]  # ("columns" | "units", name) -> its task weights
+    arm_seed: dict[tuple[str, str], dict[str, float]]  # score -> arm -> its variance across the seeds
+    seeds: int  # the paired seeds it was measured on
+
+    def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
+        """A score's noise for a pair of arms (each its own seed variance; their sum, what the pair's
+        difference has, known on Welch's degrees of freedom from the two arms' seeds − 1, as the
+        interval takes it), or for any pair (one variance pooled over the arms, on all their degrees
+        of freedom). One fiducial draw for the pair's sum, not one per arm: two independent draws on
+        one degree of freedom each let either arm's variance be many times its estimate at once,
+        and printed a primary MDD 3.5x the true one at 2 arms x 2 seeds (median over pilots),
+        power 0.96 there, in a review's simulation."""
+        seed = self.arm_seed[key]
+        if pair is None:
+            return measured_score_noise(self.scores[key], self.tasks, self.items,
+                                        (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
+        a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
+        welch = (a + b) ** 2 / ((a ** 2 + b ** 2) / nu) if a + b > 0 else 2.0 * nu
+        return measured_score_noise(self.scores[key], self.tasks, self.items, (a, b), (welch,))
+
+
+def measure_family(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> MeasuredFamily:
+    """The family's measured noise from every arm's matrices (arm -> task -> seeds x documents)."""
+    noise, tasks, correlation = measured_noise(family, matrices)
+    first = next(iter(matrices.values()))
+    scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
+              **{("units", u): dict(w) for u, w in family.units.items()}}
+    arm_seed = {key: {arm: float(np.var(arm_scores(m, weights), ddof=1)) for arm, m in matrices.items()}
+                for key, weights in scores.items()}
+    return MeasuredFamily(noise, tasks, correlation, {t: x.shape[1] for t, x in first.items()}, scores, arm_seed,
+                          len(next(iter(first.values()))))
+
+
+def run_matrices(config: ExperimentConfig) -> tuple[dict, dict]:
+    """One rung's comparison as power reads it: `(summary, {family: (Family, arm -> task -> seeds x
+    documents)})`, on the seeds every arm has evaluated (the summary's `measured_on_seeds`), for the
+    families every arm has every task of; no families while fewer than two arms have two such seeds."""
+    suite = load_suite()
+    clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
+    comparison = compare(load_runs(config), config.evaluation.average_last if config.evaluation else 1)
+    arms = [arm for arm in config.arms if arm in comparison.by_arm]
+    paired = sorted(set.intersection(*(set(comparison.by_arm[a]) for a in arms))) if arms else []
+    summary = {"compared_steps": comparison.steps, "arms": arms, "measured_on_seeds": paired}
+    if len(arms) < 2 or len(paired) < 2:
+        return summary, {}
+    out = {}
+    for name, family in families(suite, clean).items():
+        keys = family.task_keys()
+        if all(comparison.documents(t, key) and set(arms) <= set(comparison.arms_with(t)) for t, key in keys.items()):
+            out[name] = (family, {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in arms})
+    return summary, out
+
+
+def item_noise(config: ExperimentConfig) -> tuple[dict[str, dict[str, UnitNoise]], str]:
+    """Per family and benchmark, a document's noise (sigma^2, rho, phi) measured on the evaluated
+    runs of `config`: its largest rung with two arms or more on two seeds or more; and which rung."""
+    for rung in reversed(config.rungs()):
+        summary, measured = run_matrices(config.for_rung(rung))
+        if measured:
+            return ({name: measure_family(family, matrices).units for name, (family, matrices) in measured.items()},
+                    f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds {summary['measured_on_seeds']})")
+    raise SystemExit(f"evaluation.power --item-noise-from: {config.name}: no rung has two arms evaluated on two seeds "
+                     "or more: nothing to measure a document's noise on")
+
+
+def run_power(config: ExperimentConfig) -> dict:
+    """Measured noise per family, the MDD of every column and unit for the configured seeds (on
+    average over the seed variances the run's estimates leave possible), the primary decision's,
+    and the seeds every arm's observed difference to the reference arm would need. With fewer than
+    two seeds evaluated for every arm, `error` says so and nothing is measured."""
+    summary, measured = run_matrices(config)
+    arms, paired = summary["arms"], summary["measured_on_seeds"]
+    seeds = len(config.pretrain.seeds)
+    out = {"method": "the report's decision simulated with noise measured from the run, the seed variances' own "
+                     "uncertainty included; see evaluation/power.py",
+           "rung": config.pretrain.rung.name, "seeds": seeds, **summary, "families": {}}
+    if arms and len(paired) < 2:
+        out["error"] = (f"seed noise is not measured: {len(paired)} seed{'s' if len(paired) != 1 else ''} "
+                        f"({paired}) evaluated for every arm at the compared step, and the seeds' noise needs 2 or more. "
+                        "Until a second seed is evaluated, `python -m evaluation.power CONFIG` (without --from-run) "
+                        "gives the power under assumed noise (--seed-std).")
+        return out
+    levels = table_levels({name: family for name, (family, _) in measured.items()}, len(arms))
+    measured_at = {}
+    for name, (family, matrices) in measured.items():
+        m = measured_at[name] = measure_family(family, matrices)
+        differences = {}
+        for arm in arms[1:]:
+            differences[arm] = {}
+            for key, weights in m.scores.items():
+                d = sum(w * float((matrices[arm][t] - matrices[arms[0]][t]).mean()) for t, w in weights.items())
+                differences[arm][key[1]] = {"difference": d}
+                if levels[name, *key][1] == "decision table":  # elsewhere the MDD alone (a scan costs seconds)
+                    level = levels[name, *key][0]
+                    differences[arm][key[1]]["seeds_needed"] = seeds_needed(
+                        d, lambda s, k=key, a=arm, level=level, m=m: (m.noise(k, (arms[0], a)), level))
+        out["families"][name] = {
+            "title": family.title, "scale": family.scale, "unit": family.unit, "items": m.items,
+            "noise": {u: asdict(n) for u, n in m.units.items()}, "seed_correlation": m.seed_correlation,
+            "arm_seed_sd": {key[1]: {arm: math.sqrt(v) for arm, v in by_arm.items()} for key, by_arm in m.arm_seed.items()},
+            "mdd": {key[1]: mdd(m.noise(key), seeds, levels[name, *key][0]) for key in m.scores},
+            "levels": {key[1]: {"alpha": levels[name, *key][0], "table": levels[name, *key][1]} for key in m.scores},
+            "titles": {key[1]: family.column_titles.get(key[1], key[1]) for key in m.scores},
+            "differences": differences}
+    primary = config.evaluation.primary if config.evaluation else None
+    if primary:
+        family, column = primary.score.split(":")
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None}
+        if family in measured_at and ("columns", column) in measured_at[family].scores:
+            pair = tuple(primary.pair) if set(primary.pair) <= set(arms) else None  # its own arms' seeds, where they ran
+            out["primary"]["mdd"] = mdd(measured_at[family].noise(("columns", column), pair), seeds, 1 - LEVEL)
+    return out

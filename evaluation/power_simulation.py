@@ -1,0 +1,144 @@
+"""The report's decision, simulated (the method: evaluation/power.py): a score's noise in the parts the
+report measures, the threshold each simulated run must clear, the power at a true difference, the
+minimum detectable difference, the fewest seeds that reach 80%, and the level each score is decided at."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+from scipy.stats import qmc
+
+from evaluation.metrics import DECISION, Family
+from evaluation.statistics.intervals import LEVEL, critical_difference
+
+POWER = 0.80
+MAX_SEEDS = 20
+DRAWS = 4096  # simulated runs per power, a power of 2 (Sobol points, fixed: the same answer every time)
+
+
+@dataclass(frozen=True)
+class UnitNoise:
+    """The noise of one benchmark's (or clean-text task's) paired difference."""
+
+    item_variance: float  # sigma^2 of one document's score
+    item_correlation: float  # rho between two arms
+    seed_item_share: float  # phi
+    seed_std: float  # sigma_seed of the score, net of the seed-by-document part
+
+
+@dataclass(frozen=True)
+class ScoreNoise:
+    """The noise of one score's paired difference, in the parts the report measures."""
+
+    fixed: float  # sum_t w_t^2 fixed_t / n_t: the documents' part no seed redraws
+    interaction: float  # sum_t w_t^2 2 sigma_int,t^2 / n_t: both arms' interaction over the documents, at one seed
+    terms: tuple[tuple[float, float, int], ...]  # per task (w^2 fixed_t / n, w^2 2 sigma_int,t^2 / n, n)
+    seed: tuple[float, float]  # each arm's variance of the score across its seeds (shift and interaction)
+    # the degrees of freedom the seed variances were estimated on (from a run): () known (assumed);
+    # one value: one estimate both arms share (pooled over a run's arms); two: each arm's own
+    seed_df: tuple[float, ...] = ()
+
+    def variance(self, seeds: int) -> float:
+        """Var of the paired difference, mean over `seeds` paired seeds."""
+        return self.fixed + sum(self.seed) / seeds
+
+
+def score_noise(weights: dict[str, float], units: dict[str, dict[str, float]], items: dict[str, int],
+                noise: dict[str, UnitNoise], seed_correlation: float) -> ScoreNoise:
+    """The noise of the score sum_b w_b score_b (score_b = sum_t w_bt mean of task t), from each
+    unit's parameters; one seed's shifts correlate by `seed_correlation` across units."""
+    terms = []
+    for unit, w in weights.items():
+        n = noise[unit]
+        paired = 2 * n.item_variance * (1 - n.item_correlation)
+        terms += [((w * v) ** 2 * paired * (1 - n.seed_item_share) / items[t],
+                   (w * v) ** 2 * paired * n.seed_item_share / items[t], items[t]) for t, v in units[unit].items()]
+    stds = {u: w * noise[u].seed_std for u, w in weights.items()}
+    shift = sum(a * b * (1.0 if u == v else seed_correlation) for u, a in stds.items() for v, b in stds.items())
+    interaction = sum(t[1] for t in terms)
+    return ScoreNoise(sum(t[0] for t in terms), interaction, tuple(terms), (shift + interaction / 2,) * 2)
+
+
+def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) \
+        -> tuple[np.ndarray, np.ndarray]:
+    """Per simulated run, how far above zero the mean difference must lie for the report to call
+    it a result (the critical difference of its own noise estimates, and every seed's difference
+    on the same side), and the true standard deviation of that mean. Seed variances estimated from
+    a run (`noise.seed_df`) are not taken as the truth: each simulated run first draws the true
+    ones from their fiducial distribution (the estimate x nu / W, W ~ chi2(nu), as the intervals
+    do), so that the power is the average over what the run's estimate leaves possible."""
+    # scrambled Sobol points (fixed seed): the power curve's noise shrinks like 1 / draws, not its root
+    draws = draws or DRAWS
+    u = np.clip(qmc.Sobol(2 * seeds + 1 + len(noise.seed_df), seed=0).random(draws), 1e-12, 1 - 1e-12)
+    parts = [(f + i / seeds, n) for f, i, n in noise.terms if n > 1 and f + i > 0]
+    df = sum(v for v, _ in parts) ** 2 / sum(v ** 2 / (n - 1) for v, n in parts) if parts else math.inf
+    documents = (noise.fixed + noise.interaction / seeds) * (stats.chi2.ppf(u[:, 0], df) / df if np.isfinite(df)
+                                                             else np.ones(draws))  # no documents' noise: known
+    factors = [nu / stats.chi2.ppf(u[:, 1 + 2 * seeds + k], nu) for k, nu in enumerate(noise.seed_df)] or [1.0]
+    true = [v * factors[k % len(factors)] * np.ones(draws) for k, v in enumerate(noise.seed)]
+    shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * np.sqrt(v)[:, None] for k, v in enumerate(true)]
+    a, b = (s.var(axis=1, ddof=1) / seeds for s in shifts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seeds_df = np.where(a + b > 0, (a + b) ** 2 / (a ** 2 + b ** 2) * (seeds - 1), np.inf)
+    spread = np.full(draws, noise.interaction / seeds)
+    h = critical_difference(alpha, documents, spread, np.full(draws, df), a + b, seeds_df, tolerance=1e-4)
+    residuals = (shifts[1] - shifts[1].mean(axis=1, keepdims=True)) - (shifts[0] - shifts[0].mean(axis=1, keepdims=True))
+    return np.maximum(h, (-residuals).max(axis=1)), np.sqrt(noise.fixed + (true[0] + true[1]) / seeds)
+
+
+def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> float:
+    """The chance the report calls a true `difference` (> 0) a result in its direction."""
+    h, sd = threshold
+    return float(np.mean(special.ndtr((abs(difference) - h) / sd)))
+
+
+def mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float | None:
+    """The true difference the report calls a result 80% of the time (on average over the seed
+    variances a run's estimate leaves possible, where `noise.seed_df` says it is one); None below
+    two seeds (one seed does not measure the seeds' noise a result must beat) or without any noise
+    (a score that never varies: the report calls nothing there a result)."""
+    if seeds < 2 or noise.variance(seeds) == 0:
+        return None
+    threshold = decision_threshold(noise, seeds, alpha, draws)
+    typical = float(np.median(threshold[0]) + np.median(threshold[1]))
+    high = typical
+    while power_at(high, threshold) < POWER:
+        high *= 2
+    return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * typical))
+
+
+def seeds_needed(difference: float, noise_at) -> int | None:
+    """The fewest paired seeds (2 to MAX_SEEDS) at which the report calls the true `difference` a
+    result 80% of the time; `noise_at(seeds)` -> (ScoreNoise, alpha). None where none do: the test
+    documents are the limit, or the seeds' noise with every seed required to agree."""
+    noise, alpha = noise_at(MAX_SEEDS)
+    # with the seeds' noise gone the documents' remains: below its normal-theory MDD no seed count will do
+    if abs(difference) < (special.ndtri(1 - alpha / 2) + special.ndtri(POWER)) * math.sqrt(noise.fixed):
+        return None
+    best = 0.0
+    for seeds in range(2, MAX_SEEDS + 1):
+        noise, alpha = noise_at(seeds)
+        power = power_at(difference, decision_threshold(noise, seeds, alpha))
+        if power >= POWER:
+            return seeds
+        if power < best - 0.05:  # past its peak: more seeds only lower it
+            return None
+        best = max(best, power)
+    return None
+
+
+def table_levels(fams: dict[str, Family], arms: int) -> dict[tuple[str, str, str], tuple[float, str]]:
+    """(family, "columns" | "units", score) -> the level it is decided at, and in which table."""
+    decision = [(f, c) for f, c in DECISION if f in fams and c in fams[f].columns]
+    alpha = 1 - LEVEL
+    out = {}
+    for name, family in fams.items():
+        for column in family.columns:
+            out[name, "columns", column] = ((alpha / ((arms - 1) * len(decision)), "decision table")
+                                            if (name, column) in decision and arms > 1 else (alpha, "interval"))
+        for unit in family.units:
+            out[name, "units", unit] = (alpha / (max(1, arms * (arms - 1) // 2) * len(family.units)), "per-benchmark table")
+    return out
