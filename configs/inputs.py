@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.secrets import refuse_credential_options, refuse_credentials_in_url
 
 
 class SampleInput(StrictModel):
@@ -37,6 +38,9 @@ class CommonCrawlInput(StrictModel):
     files_per_snapshot: int = Field(ge=1)
     seed: int = 0
     base_url: str = "s3://commoncrawl/"
+
+    _base_url_without_credentials = field_validator("base_url")(
+        lambda value: refuse_credentials_in_url(value, "inputs.common_crawl.base_url"))
 
     @field_validator("snapshots")
     @classmethod
@@ -78,9 +82,14 @@ class InputsConfig(StrictModel):
     unknown_size: Literal["refuse", "read"] = "refuse"
     retries: ReadRetries = ReadRetries()
     read_timeout_s: float = Field(120.0, gt=0)  # a remote read that stalls this long fails (and is retried)
-    # fsspec options of the input files' filesystem, e.g. {anon: true} or {profile: NAME} for s3://,
-    # {block_size: BYTES} (bytes per request)
-    storage_options: dict[str, Any] = {}
+    storage_options: dict[str, Any] = Field(default_factory=dict, description=(
+        "fsspec options of the input files' filesystem, e.g. {anon: true} or {profile: NAME} for s3://, "
+        "{block_size: BYTES} (bytes per request). No credential (key, secret, token, password, headers...): "
+        "the config is recorded in the output root; s3fs reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+        "AWS_SESSION_TOKEN or AWS_PROFILE from the environment, hf:// reads HF_TOKEN."))
+
+    _no_credentials_in_options = field_validator("storage_options")(
+        lambda value: refuse_credential_options(value, "inputs.storage_options"))
 
     @model_validator(mode="after")
     def _exactly_one(self) -> InputsConfig:
@@ -94,11 +103,13 @@ class InputsConfig(StrictModel):
             if len(places := sorted({"/".join(url.split("/")[:3]) for url in urls})) > 1:
                 raise ValueError(f"warc: URLs of one scheme and host (the readers' base), not {places}")
             for pattern in self.warc:
+                refuse_credentials_in_url(pattern, "inputs.warc")
                 if "://" in pattern and any(c in pattern for c in "*?["):
                     raise ValueError(f"{pattern!r}: URLs are read as given, not expanded: list the files")
                 if "://" not in pattern and not glob.glob(pattern):
                     raise ValueError(f"no file matches {pattern!r}")
         if self.manifest is not None:
+            refuse_credentials_in_url(self.manifest, "inputs.manifest")
             if self.sample is not None:
                 raise ValueError("manifest: the generated sample needs none (its files are made here)")
             if "://" not in self.manifest and not Path(self.manifest).is_file():

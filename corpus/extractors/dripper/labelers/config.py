@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from configs.base import StrictModel, check_local_model, require_model_folder
+from configs.secrets import check_env_name, refuse_credentials_in_url, secret_from_env
 from corpus.shims import VLLM_MAX_SPEC_TOKENS
 
 DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
@@ -87,11 +88,36 @@ class EndpointLabelerConfig(LlmLabelerOptions):
 
     kind: Literal["endpoint"]
     url: str  # base URL, e.g. http://gpu-node:8000/v1
-    api_key: str = "EMPTY"
+    api_key_env: str | None = Field(None, description=(
+        "Name of the environment variable that holds the server's API key (sent as `Authorization: Bearer`); "
+        "the key itself never goes in the config, which the suite records. None: the key `EMPTY` (a vLLM "
+        "server started without --api-key)."))
     tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
     concurrency: int = Field(16, ge=1)
     timeout_s: float = Field(600.0, gt=0)
     retries: int = Field(2, ge=0)
+
+    _url_without_credentials = field_validator("url")(lambda value: refuse_credentials_in_url(value, "labeler.url"))
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return check_env_name(value, "labeler.api_key_env")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key_in_the_config(cls, data):
+        if isinstance(data, dict) and "api_key" in data:
+            raise ValueError("labeler.api_key: a key in the config would be recorded in the output root (config.json, "
+                             "executor.json, the pickled pipeline, the config hash): export it in an environment "
+                             "variable and name that variable in labeler.api_key_env")
+        return data
+
+    def api_key(self) -> SecretStr:
+        """The key, read from the environment where the labeler runs (never stored on the config)."""
+        if self.api_key_env is None:
+            return SecretStr("EMPTY")
+        return secret_from_env(self.api_key_env, "labeler.api_key_env")
 
     @property
     def token_source(self) -> str:
