@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -59,8 +60,15 @@ class Resources(TaskResources):
 
 
 def require_model_folder(value: str, marker: str, hint: str) -> str:
-    if not (Path(value) / marker).is_file():
+    """A folder the suite loads a model from: it holds `marker`, and neither is writable by every user
+    (whoever could write it would choose what every extraction task loads)."""
+    folder = Path(value)
+    if not (folder / marker).is_file():
         raise ValueError(f"{value!r} is not a model folder (no {marker}); {hint}")
+    for path in (folder, folder / marker):
+        if path.stat().st_mode & stat.S_IWOTH:
+            raise ValueError(f"{path} is writable by every user: anyone on the machine could replace the model the "
+                             f"suite loads. Run chmod o-w {path}, or copy the model to a folder of your own")
     return value
 
 
