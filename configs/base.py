@@ -8,6 +8,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+# what reaches a `#SBATCH` line, datatrove's `echo` of the job name, or a folder name: no blank, quote,
+# `$`, `;`, newline or `/`, so nothing a shell or a path would read as more than one word
+SLURM_WORD = r"^[A-Za-z0-9_][A-Za-z0-9_.,+-]*$"
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+PARTITION_HELP = "Slurm partition (or comma-separated partitions): letters, digits and _ . , + - only"
+QOS_HELP = "Slurm quality of service: letters, digits and _ . , + - only"
+
 
 class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the key."""
@@ -20,12 +27,12 @@ class StrictModel(BaseModel):
 class TaskResources(StrictModel):
     """Where each task of a stage runs on Slurm (ignored by the local executor)."""
 
-    partition: str = "cpu"
+    partition: str = Field("cpu", pattern=SLURM_WORD, description=PARTITION_HELP)
     cpus_per_task: int = Field(1, ge=1)
     mem_per_cpu_gb: int = Field(2, ge=1)
     gpus_per_task: int = Field(0, ge=0)
     time: str = "04:00:00"
-    qos: str = "normal"
+    qos: str = Field("normal", pattern=SLURM_WORD, description=QOS_HELP)
 
     @field_validator("time")
     @classmethod

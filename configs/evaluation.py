@@ -8,18 +8,18 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from configs.base import StrictModel
+from configs.base import PARTITION_HELP, QOS_HELP, SLURM_WORD, StrictModel
 
 
 class EvaluationSlurm(StrictModel):
     """One array task per checkpoint, one GPU each."""
 
-    partition: str = "gpu"
+    partition: str = Field("gpu", pattern=SLURM_WORD, description=PARTITION_HELP)
     gpus: int = Field(1, ge=1)
     cpus_per_task: int = Field(8, ge=1)
     mem_gb: int = Field(64, ge=1)
     time: str = "04:00:00"
-    qos: str = "normal"
+    qos: str = Field("normal", pattern=SLURM_WORD, description=QOS_HELP)
     parallel: int = Field(32, ge=1)  # array tasks running at once
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from configs.base import StrictModel
+from configs.base import SAFE_NAME, StrictModel
 
 
 class ExecutorConfig(StrictModel):
@@ -13,7 +13,9 @@ class ExecutorConfig(StrictModel):
 
     # Slurm only: a command run before each task (e.g. `source .venv/bin/activate`).
     env_command: str | None = None
-    job_name_prefix: str = "xsuite"
+    job_name_prefix: str = Field("xsuite", pattern=SAFE_NAME, description=(
+        "The start of every Slurm job's name (`<prefix>-<stage>`): letters, digits and _ . - only, since it "
+        "reaches #SBATCH lines and shell commands."))
     # Slurm's MaxArraySize (1001 by default): a stage of more tasks is submitted as several arrays
     max_array_size: int = Field(1001, ge=1)
     # the most array tasks the flow holds queued at once (each counts as a job against a site's

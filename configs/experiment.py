@@ -17,7 +17,7 @@ import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from configs.arms import Arm, ExtractionConfig
-from configs.base import ConfigError, Resources, StrictModel
+from configs.base import SAFE_NAME, ConfigError, Resources, StrictModel
 from configs.evaluation import EvaluationConfig
 from configs.executor import ExecutorConfig
 from configs.inputs import InputsConfig
@@ -30,8 +30,12 @@ from corpus.read.reference import ReferenceArm
 
 
 class ExperimentConfig(StrictModel):
-    name: str
-    output_root: Path
+    name: str = Field(pattern=SAFE_NAME, description=(
+        "The experiment's name, which names its report folder (report/<name>): letters, digits and _ . - only, "
+        "starting with a letter or digit."))
+    output_root: Path = Field(description=(
+        "The folder every output goes under; no comma (it reaches lm-eval's model_args) and no control "
+        "character (it reaches #SBATCH lines)."))
     inputs: InputsConfig
     extraction: ExtractionConfig = ExtractionConfig()
     executor: ExecutorConfig = ExecutorConfig()
@@ -43,6 +47,15 @@ class ExperimentConfig(StrictModel):
     evaluation: EvaluationConfig | None = None
     plan: PlanConfig = PlanConfig()
     _experiment: ExperimentConfig | None = PrivateAttr(None)  # for_rung's: the whole experiment it was cut from
+
+    @field_validator("output_root")
+    @classmethod
+    def _output_root_one_argument(cls, value: Path) -> Path:
+        text = str(value)
+        if "," in text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ValueError(f"{text!r} holds a comma or a control character: a comma would add lm-eval model_args "
+                             "and a newline #SBATCH lines; choose a path without them")
+        return value
 
     @field_validator("arms", mode="before")
     @classmethod

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from configs.base import StrictModel
+from configs.base import PARTITION_HELP, QOS_HELP, SLURM_WORD, StrictModel
 from configs.model import ModelConfig, named_model
 
 
@@ -16,11 +16,11 @@ class SlurmTraining(StrictModel):
 
     nodes: int = Field(1, ge=1)
     gpus_per_node: int = Field(8, ge=1)
-    partition: str = "gpu"
+    partition: str = Field("gpu", pattern=SLURM_WORD, description=PARTITION_HELP)
     cpus_per_task: int = Field(64, ge=1)
     mem_gb: int = Field(512, ge=1)
     time: str = "48:00:00"
-    qos: str = "normal"
+    qos: str = Field("normal", pattern=SLURM_WORD, description=QOS_HELP)
     # pyxis/enroot (`srun --container-image`), as most Megatron clusters run: an image with CUDA
     # torch and Transformer Engine (nvcr.io#nvidia/pytorch:<tag>, or a .sqsh file). The repository,
     # the output root and the config's folder are mounted at their own paths; list others here.
