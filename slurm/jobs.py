@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess  # nosec B404: sbatch is run with an argument list, never a shell
+import subprocess  # nosec B404  # sbatch is run with an argument list, never through a shell
 from dataclasses import dataclass
 from pathlib import Path
 

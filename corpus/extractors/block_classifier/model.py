@@ -17,7 +17,7 @@ A model is a folder: `block_model.json` (kind, feature names, threshold, trainin
 from __future__ import annotations
 
 import json
-import pickle  # nosec B403: only its error type, for torch.load(weights_only=True) refusing a file
+import pickle  # nosec B403  # only its error type: torch.load(weights_only=True) raises it for a file it refuses
 import random
 import time
 from dataclasses import dataclass
