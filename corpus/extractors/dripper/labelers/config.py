@@ -19,6 +19,10 @@ class LlmLabelerOptions(StrictModel):
     """What the model and its prompt are, wherever the model runs."""
 
     model: str = DEFAULT_DRIPPER_MODEL
+    revision: str | None = Field(None, description=(
+        "The commit of the hub model (and its tokenizer) vLLM loads: set it (the model repository's commit hash) so "
+        "that every task loads the same weights whatever the hub serves later. None: the hub's current main, "
+        "unpinned (SECURITY.md). A local folder needs none."))
     max_context_tokens: int = Field(32768, ge=256)
     max_output_tokens: int = Field(4096, ge=16)
     # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the

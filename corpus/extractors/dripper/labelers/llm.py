@@ -138,7 +138,7 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
     draft = None
     if config.kind == "vllm":
         init_kwargs = {"gpu_memory_utilization": config.gpu_memory_utilization, "dtype": config.dtype,
-                       **config.engine_kwargs}
+                       "revision": config.revision, "tokenizer_revision": config.revision, **config.engine_kwargs}
         if config.drafted:
             from corpus.extractors.dripper.labelers.draft import BlockDraft
 
