@@ -103,22 +103,25 @@ def pathological_records(folder: Path, bomb_bytes: int = 1 << 30) -> dict[str, s
     return cases
 
 
-def cpu_seconds(work: Callable[[], object], hang_s: int) -> float | None:
-    """CPU seconds `work` took, or None when the wall-clock alarm of `hang_s` went off first."""
+def cpu_seconds(work: Callable[[], object], hang_s: int) -> tuple[float | None, str | None]:
+    """(CPU seconds `work` took, the error it raised or None); (None, "hung") when the wall-clock alarm
+    of `hang_s` went off first. An error is how an arm refuses a page (the step counts it as clean_error)."""
     def alarm(*_):
         raise Hung
 
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(hang_s)
-    started = time.process_time()
+    started, error = time.process_time(), None
     try:
         work()
     except Hung:
-        return None
+        return None, "hung"
+    except Exception as refused:  # any error is the page's outcome, reported
+        error = f"{type(refused).__name__}: {str(refused)[:80]}"
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    return time.process_time() - started
+    return time.process_time() - started, error
 
 
 def sandboxed_cpu_seconds(work: Callable[[str], object], text: str, hang_s: int) -> tuple[float | None, str | None]:
@@ -148,10 +151,12 @@ def sandboxed_cpu_seconds(work: Callable[[str], object], text: str, hang_s: int)
 
 def arms() -> dict[str, tuple[str, Callable[[str], object]]]:
     """{arm: (where it runs, its work on one decoded page)}."""
+    from datatrove.data import Document
+
     from corpus.extractors.baselines.steps import WholePage
     from corpus.extractors.block_classifier.blocks import page_blocks
     from corpus.extractors.block_classifier.features import page_features
-    from corpus.extractors.dripper.step import main_html_from_labels, simplify_page
+    from corpus.extractors.dripper.step import DripperPage, main_html_from_labels
     from corpus.extractors.plain import plain_text
     from corpus.extractors.trafilatura import TrafilaturaOptions
     from corpus.extractors.trafilatura.step import Trafilatura
@@ -162,9 +167,12 @@ def arms() -> dict[str, tuple[str, Callable[[str], object]]]:
         blocks = page_blocks(html)
         return page_features(blocks) if blocks else None
 
-    def dripper(html: str):
-        _, map_html, ids = simplify_page(html)
-        return main_html_from_labels(map_html, {i: "main" for i in ids})
+    def dripper(html: str):  # the step's simplification; a page it refuses goes to the sandboxed fallback
+        page = DripperPage(Document(text=html, id="page"))
+        page.simplify()
+        if page.error is not None:
+            raise ValueError(f"{page.error}: to the fallback (Trafilatura, sandboxed)")
+        return main_html_from_labels(page.map_html, {i: "main" for i in page.item_ids})
 
     return {
         "trafilatura": ("sandbox", trafilatura.extract),
@@ -187,9 +195,10 @@ def run_pages(size: int, hang_s: int) -> list[dict]:
         extract("<html><body><p>warm up</p></body></html>")
     for page, payload in pathological_pages(size).items():
         decoded = {}
-        seconds = cpu_seconds(lambda payload=payload, decoded=decoded:
-                              decoded.update(text=decode_html(payload, "text/html")[0]), hang_s)
-        rows.append({"arm": "reader (decode)", "where": "in-process", "page": page, "bytes": len(payload), "cpu_s": seconds})
+        seconds, error = cpu_seconds(lambda payload=payload, decoded=decoded:
+                                     decoded.update(text=decode_html(payload, "text/html")[0]), hang_s)
+        rows.append({"arm": "reader (decode)", "where": "in-process", "page": page, "bytes": len(payload), "cpu_s": seconds,
+                     "dropped": error})
         text = decoded.get("text")
         doc = Document(text=text or "", id=page, metadata={"mime": "text/html", "payload_bytes": len(payload),
                                                             "decoded": text is not None})
@@ -200,10 +209,8 @@ def run_pages(size: int, hang_s: int) -> list[dict]:
             if reason is None and where == "sandbox":
                 row["cpu_s"], row["dropped"] = sandboxed_cpu_seconds(extract, doc.text, hang_s)
             elif reason is None:
-                try:
-                    row["cpu_s"] = cpu_seconds(lambda extract=extract, text=doc.text: extract(text), hang_s)
-                except Exception as error:  # noqa: BLE001  a page an arm raises on is counted as its clean_error
-                    row["error"] = f"{type(error).__name__}: {str(error)[:80]}"
+                row["cpu_s"], error = cpu_seconds(lambda extract=extract, text=doc.text: extract(text), hang_s)
+                row["dropped"] = error
             rows.append(row)
             print(f"  {arm:<17} {page:<24} {row['cpu_s'] if row['cpu_s'] is not None else 'HUNG'} {row['dropped'] or ''}",
                   flush=True)
@@ -220,10 +227,11 @@ def run_records(hang_s: int) -> list[dict]:
             reader = AccountedWarcReader(str(folder), on_corrupt="skip")
             reader.files = {}
             docs = []
-            seconds = cpu_seconds(lambda reader=reader, name=name, docs=docs: docs.extend(reader.read_file(name)), hang_s)
+            seconds, error = cpu_seconds(lambda reader=reader, name=name, docs=docs: docs.extend(reader.read_file(name)),
+                                         hang_s)
             entry = reader.files.get(name, {})
             rows.append({"arm": "reader (records)", "where": "in-process", "page": case,
-                         "bytes": (folder / name).stat().st_size, "cpu_s": seconds,
+                         "bytes": (folder / name).stat().st_size, "cpu_s": seconds, "dropped": error,
                          "refused": [d["reason"] for d in entry.get("damage", [])],
                          "documents": [{"url": d.metadata["url"], "payload_bytes": d.metadata["payload_bytes"],
                                         "payload_truncated": d.metadata["payload_truncated"]} for d in docs]})

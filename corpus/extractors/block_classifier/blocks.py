@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from corpus.extractors.spans import cut_spans, nesting_depth
+from corpus.extractors.spans import MAX_NESTING, cut_spans, nesting_depth
 
 SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "button", "select", "option",
                   "input", "textarea", "canvas", "object", "embed", "video", "audio", "map", "link", "meta", "title"})
@@ -28,11 +28,6 @@ INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "br", "cite", "code",
 # elements deeper than this are one block with all their text: the walk recurses and copies its
 # ancestors at each level, quadratic in depth (real pages nest a few dozen levels; a hostile one 100,000)
 MAX_DEPTH = 256
-# Lexbor's tree building is quadratic in nesting depth (7 s at 40,000 levels): a page nested deeper is
-# refused before it is parsed (the step counts it as clean_error), as libxml2 refuses past 256
-MAX_PARSE_DEPTH = 4096
-
-
 class PageTooDeep(ValueError):
     """A page nested too deep to parse in bounded time."""
 # the words of class and id attributes ("post-body main_col" -> post, body, main, col)
@@ -170,8 +165,8 @@ def page_blocks(html: str) -> list[Block]:
     """The page's blocks in document order (none for a page without a body or text)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    if (depth := nesting_depth(html)) > MAX_PARSE_DEPTH:
-        raise PageTooDeep(f"elements nested {depth:,} deep, past {MAX_PARSE_DEPTH:,}")
+    if (depth := nesting_depth(html)) > MAX_NESTING:  # the step counts the refusal as clean_error
+        raise PageTooDeep(f"elements nested {depth:,} deep, past {MAX_NESTING:,}")
     tree = LexborHTMLParser(cut_spans(html, "<?", ">"))
     body = tree.body
     if body is None:
