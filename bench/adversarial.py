@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                     "prints each one's worst case in CPU seconds against its bound; writes JSON (--out).")
     parser.add_argument("--page-bytes", type=int, default=5_000_000, help="size of each hostile page (default: the "
                         "demo's max_html_bytes, 5,000,000)")
-    parser.add_argument("--hang-s", type=int, default=300, help="wall-clock seconds after which a page counts as hung")
+    parser.add_argument("--hang-s", type=int, default=300, help="wall-clock seconds after which a page counts as hung "
+                        "(on a loaded machine a sandboxed page's 10 CPU seconds can take minutes: raise it)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/adversarial.json"))
     args = parser.parse_args(argv)
 
