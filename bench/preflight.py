@@ -71,7 +71,7 @@ def model_available(name_or_path: str) -> tuple[bool, str]:
     from huggingface_hub import snapshot_download
 
     try:
-        return True, f"cached at {snapshot_download(name_or_path, local_files_only=True)}"
+        return True, f"cached at {snapshot_download(name_or_path, local_files_only=True)}"  # nosec B615  # looks in the local cache only
     except Exception as e:  # not in the cache (or no such repo): the message says which
         return False, f"{name_or_path}: {type(e).__name__}"
 
@@ -346,7 +346,7 @@ def logit_difference(checkpoint: Path, export: Path, config: ExperimentConfig) -
     model = build_model(config.pretrain.model, run["vocab_size"], platform, run["attention"])
     load_model(checkpoint, model)
     model.eval()
-    hf = LlamaForCausalLM.from_pretrained(str(export), dtype=platform.dtype).to(platform.device).eval()
+    hf = LlamaForCausalLM.from_pretrained(str(export), dtype=platform.dtype).to(platform.device).eval()  # nosec B615  # the local export
     seq = min(64, config.pretrain.model.seq_length)
     tokens = torch.randint(0, run["vocab_size"], (2, seq), generator=torch.Generator().manual_seed(0)).to(platform.device)
     with torch.no_grad():

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# what reaches a `#SBATCH` line, datatrove's `echo` of the job name, or a folder name: no blank, quote,
+# `$`, `;`, newline or `/`, so nothing a shell or a path would read as more than one word
+SLURM_WORD = r"^[A-Za-z0-9_][A-Za-z0-9_.,+-]*$"
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class ConfigError(ValueError):
@@ -19,14 +25,15 @@ class StrictModel(BaseModel):
 class TaskResources(StrictModel):
     """Where each task of a stage runs on Slurm (ignored by the local executor)."""
 
-    partition: str = Field("cpu", description="Slurm partition the stage's tasks are submitted to (`--partition`).")
+    partition: str = Field("cpu", pattern=SLURM_WORD, description="Slurm partition the stage's tasks are submitted to "
+                           "(`--partition`; several comma-separated).")
     cpus_per_task: int = Field(1, ge=1, description="CPU cores Slurm gives each task (`--cpus-per-task`).")
     mem_per_cpu_gb: int = Field(2, ge=1, description="Memory per core in GB (`--mem-per-cpu`); a task gets "
                                 "`cpus_per_task` x this. Raise it when a task is killed for memory.")
     gpus_per_task: int = Field(0, ge=0, description="GPUs Slurm gives each task (`--gpus-per-task`); 0 for a CPU stage.")
     time: str = Field("04:00:00", description="Slurm time limit of each task, `[days-]hours:minutes:seconds` "
                       "(e.g. `04:00:00`, `2-00:00:00`); another form is refused at load.")
-    qos: str = Field("normal", description="Slurm quality of service of the tasks (`--qos`).")
+    qos: str = Field("normal", pattern=SLURM_WORD, description="Slurm quality of service of the tasks (`--qos`).")
 
     @field_validator("time")
     @classmethod
@@ -63,8 +70,15 @@ class Resources(TaskResources):
 
 
 def require_model_folder(value: str, marker: str, hint: str) -> str:
-    if not (Path(value) / marker).is_file():
+    """A folder the suite loads a model from: it holds `marker`, and neither is writable by every user
+    (whoever could write it would choose what every extraction task loads)."""
+    folder = Path(value)
+    if not (folder / marker).is_file():
         raise ValueError(f"{value!r} is not a model folder (no {marker}); {hint}")
+    for path in (folder, folder / marker):
+        if path.stat().st_mode & stat.S_IWOTH:
+            raise ValueError(f"{path} is writable by every user: anyone on the machine could replace the model the "
+                             f"suite loads. Run chmod o-w {path}, or copy the model to a folder of your own")
     return value
 
 

@@ -8,18 +8,18 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from configs.base import StrictModel
+from configs.base import SLURM_WORD, StrictModel
 
 
 class EvaluationSlurm(StrictModel):
     """One array task per checkpoint, one GPU each."""
 
-    partition: str = Field("gpu", description="Slurm partition of the evaluation array.")
+    partition: str = Field("gpu", pattern=SLURM_WORD, description="Slurm partition of the evaluation array.")
     gpus: int = Field(1, ge=1, description="GPUs of each array task (one checkpoint).")
     cpus_per_task: int = Field(8, ge=1, description="CPU cores of each array task.")
     mem_gb: int = Field(64, ge=1, description="Memory of each array task in GB.")
     time: str = Field("04:00:00", description="Slurm time limit of each array task, `[days-]hours:minutes:seconds`.")
-    qos: str = Field("normal", description="Slurm quality of service of the array.")
+    qos: str = Field("normal", pattern=SLURM_WORD, description="Slurm quality of service of the array.")
     parallel: int = Field(32, ge=1, description="Array tasks running at once (the array's `%` limit).")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from configs.base import StrictModel
+from configs.base import SAFE_NAME, StrictModel
 
 
 class ExecutorConfig(StrictModel):
@@ -13,8 +13,9 @@ class ExecutorConfig(StrictModel):
 
     env_command: str | None = Field(None, description="Slurm only: a shell command run before each task or job, "
                                     "e.g. `source .venv/bin/activate`; null: none.")
-    job_name_prefix: str = Field("xsuite", description="Start of every Slurm job name the suite submits "
-                                 "(`<prefix>-<stage>`), to find its jobs in `squeue`.")
+    job_name_prefix: str = Field("xsuite", pattern=SAFE_NAME, description="Start of every Slurm job name the suite "
+                                 "submits (`<prefix>-<stage>`), to find its jobs in `squeue`; it reaches `#SBATCH` "
+                                 "lines and shell commands, hence the pattern.")
     max_array_size: int = Field(1001, ge=1, description="Your site's Slurm MaxArraySize (1001 is Slurm's default): "
                                 "a corpus stage of more tasks is submitted as several arrays.")
     max_queued_tasks: int | None = Field(None, ge=3, description="The most array tasks the corpus flow holds queued "

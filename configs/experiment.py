@@ -17,7 +17,7 @@ import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from configs.arms import Arm, ExtractionConfig
-from configs.base import ConfigError, Resources, StrictModel
+from configs.base import SAFE_NAME, ConfigError, Resources, StrictModel
 from configs.evaluation import EvaluationConfig
 from configs.executor import ExecutorConfig
 from configs.inputs import InputsConfig
@@ -30,11 +30,12 @@ from corpus.read.reference import ReferenceArm
 
 
 class ExperimentConfig(StrictModel):
-    name: str = Field(description="The experiment's name; it names its report folder (`report/<name>`), so "
-                      "configs that share an output root keep their reports apart.")
+    name: str = Field(pattern=SAFE_NAME, description="The experiment's name; it names its report folder "
+                      "(`report/<name>`), so configs that share an output root keep their reports apart.")
     output_root: Path = Field(description="The folder every stage writes under; a run that finds its outputs "
                               "there resumes. Configs may share one (a variant that `include:`s another) to build "
-                              "the corpora once.")
+                              "the corpora once. No comma (it reaches lm-eval's `model_args`) and no control "
+                              "character (it reaches `#SBATCH` lines).")
     inputs: InputsConfig = Field(description="Where the WARC records come from (exactly one source) and how their "
                                  "files are read.")
     extraction: ExtractionConfig = Field(ExtractionConfig(), description="Record limits applied identically "
@@ -58,6 +59,15 @@ class ExperimentConfig(StrictModel):
     plan: PlanConfig = Field(PlanConfig(), description="The pilot of `python -m corpus.flow.plan` and the rates it "
                              "assumes where nothing measured them.")
     _experiment: ExperimentConfig | None = PrivateAttr(None)  # for_rung's: the whole experiment it was cut from
+
+    @field_validator("output_root")
+    @classmethod
+    def _output_root_one_argument(cls, value: Path) -> Path:
+        text = str(value)
+        if "," in text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ValueError(f"{text!r} holds a comma or a control character: a comma would add lm-eval model_args "
+                             "and a newline #SBATCH lines; choose a path without them")
+        return value
 
     @field_validator("arms", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from configs.base import StrictModel
+from configs.secrets import refuse_credential_options, refuse_credentials_in_url
 
 
 class SampleInput(StrictModel):
@@ -44,6 +45,9 @@ class CommonCrawlInput(StrictModel):
     base_url: str = Field("s3://commoncrawl/", description="Where the snapshots are read from, through fsspec: "
                           "`s3://commoncrawl/` or `https://data.commoncrawl.org/` (or a mirror of the same layout).")
 
+    _base_url_without_credentials = field_validator("base_url")(
+        lambda value: refuse_credentials_in_url(value, "inputs.common_crawl.base_url"))
+
     @field_validator("snapshots")
     @classmethod
     def _snapshot_names(cls, names: list[str]) -> list[str]:
@@ -70,8 +74,9 @@ class InputsConfig(StrictModel):
     """Exactly one source of WARC records, and how its files are read."""
 
     warc: list[str] | None = Field(None, description="Local WARC paths or globs (relative to the working "
-                                   "directory), or URLs of one scheme and host listed one by one (not globs). One "
-                                   "of `warc`, `common_crawl`, `sample`.")
+                                   "directory), or URLs of one scheme and host listed one by one (not globs; no "
+                                   "userinfo or query string: the list is recorded). One of `warc`, `common_crawl`, "
+                                   "`sample`.")
     common_crawl: CommonCrawlInput | None = Field(None, description="A seeded draw of WARC files from Common Crawl "
                                                   "snapshots. One of `warc`, `common_crawl`, `sample`.")
     sample: SampleInput | None = Field(None, description="The embedded sample: WARC files the project generates "
@@ -97,9 +102,16 @@ class InputsConfig(StrictModel):
                                  "throttling, a dropped connection, a timeout), each from the next unread record.")
     read_timeout_s: float = Field(120.0, gt=0, description="Seconds a remote read may stall before it fails (and "
                                   "is retried).")
-    storage_options: dict[str, Any] = Field({}, description="fsspec options of the input files' filesystem, e.g. "
-                                            "`{anon: true}` or `{profile: NAME}` for `s3://`, `{block_size: BYTES}` "
-                                            "(bytes per request; 0 streams each file from its start).")
+    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options of the input files' "
+                                            "filesystem, e.g. `{anon: true}` or `{profile: NAME}` for `s3://`, "
+                                            "`{block_size: BYTES}` (bytes per request; 0 streams each file from its "
+                                            "start). No credential (key, secret, token, password, headers, ...): the "
+                                            "config is recorded in the output root; s3fs reads `AWS_ACCESS_KEY_ID`, "
+                                            "`AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` or `AWS_PROFILE` from the "
+                                            "environment, `hf://` reads `HF_TOKEN`.")
+
+    _no_credentials_in_options = field_validator("storage_options")(
+        lambda value: refuse_credential_options(value, "inputs.storage_options"))
 
     @model_validator(mode="after")
     def _exactly_one(self) -> InputsConfig:
@@ -113,11 +125,13 @@ class InputsConfig(StrictModel):
             if len(places := sorted({"/".join(url.split("/")[:3]) for url in urls})) > 1:
                 raise ValueError(f"warc: URLs of one scheme and host (the readers' base), not {places}")
             for pattern in self.warc:
+                refuse_credentials_in_url(pattern, "inputs.warc")
                 if "://" in pattern and any(c in pattern for c in "*?["):
                     raise ValueError(f"{pattern!r}: URLs are read as given, not expanded: list the files")
                 if "://" not in pattern and not glob.glob(pattern):
                     raise ValueError(f"no file matches {pattern!r}")
         if self.manifest is not None:
+            refuse_credentials_in_url(self.manifest, "inputs.manifest")
             if self.sample is not None:
                 raise ValueError("manifest: the generated sample needs none (its files are made here)")
             if "://" not in self.manifest and not Path(self.manifest).is_file():

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from configs.base import StrictModel
+from configs.base import SLURM_WORD, StrictModel
 from configs.model import ModelConfig, named_model
 
 
@@ -16,11 +16,11 @@ class SlurmTraining(StrictModel):
 
     nodes: int = Field(1, ge=1, description="Nodes of one training job (one per arm and seed).")
     gpus_per_node: int = Field(8, ge=1, description="GPUs per node; torchrun starts one rank per GPU.")
-    partition: str = Field("gpu", description="Slurm partition of the training jobs.")
+    partition: str = Field("gpu", pattern=SLURM_WORD, description="Slurm partition of the training jobs.")
     cpus_per_task: int = Field(64, ge=1, description="CPU cores of the one srun task per node (torchrun and its ranks).")
     mem_gb: int = Field(512, ge=1, description="Memory per node in GB (`--mem`).")
     time: str = Field("48:00:00", description="Slurm time limit of a training job, `[days-]hours:minutes:seconds`.")
-    qos: str = Field("normal", description="Slurm quality of service of the training jobs.")
+    qos: str = Field("normal", pattern=SLURM_WORD, description="Slurm quality of service of the training jobs.")
     container_image: str | None = Field(None, description="Run training in a pyxis/enroot container (`srun "
                                         "--container-image`), as most Megatron clusters do: an image with CUDA torch "
                                         "and Transformer Engine (`nvcr.io#nvidia/pytorch:<tag>`, or a `.sqsh` file). "

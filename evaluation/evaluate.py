@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -143,8 +144,8 @@ def submit(config: ExperimentConfig, config_path: str, rung: str | None = None) 
         name="evaluate", partition=s.partition, qos=s.qos, time=s.time, cpus_per_task=s.cpus_per_task, mem_gb=s.mem_gb,
         output=folder.resolve() / "evaluate-%A_%a.out", gpus=s.gpus, array=f"0-{len(todo) - 1}%{s.parallel}",
         commands=f"""
-CHECKPOINT=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {listing.resolve()})
-exec python -m evaluation.evaluate {Path(config_path).resolve()} --checkpoint "$CHECKPOINT"
+CHECKPOINT=$(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {shlex.quote(str(listing.resolve()))})
+exec python -m evaluation.evaluate {shlex.quote(str(Path(config_path).resolve()))} --checkpoint "$CHECKPOINT"
 """)
     script = write_job(job, config, folder / "evaluate.sbatch")
     job_id = sbatch(script)

@@ -40,7 +40,7 @@ def write_hf(weights: dict[str, torch.Tensor], run: dict, step: int, out: Path) 
     hf.load_state_dict(hf_state_dict(weights, model_config), strict=True)
     out.mkdir(parents=True, exist_ok=True)
     hf.save_pretrained(str(out), safe_serialization=True)
-    AutoTokenizer.from_pretrained(run["tokenizer_dir"], local_files_only=True).save_pretrained(str(out))
+    AutoTokenizer.from_pretrained(run["tokenizer_dir"], local_files_only=True).save_pretrained(str(out))  # nosec B615  # local
     info = {k: run[k] for k in ("experiment", "arm", "rung", "seed")} | {"step": step, "checkpoint": str(out)}
     (out / "xsuite.json").write_text(json.dumps(info, indent=2) + "\n")
     return out

@@ -32,7 +32,7 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
     config_file = Path(config_path).resolve()
     torchrun = (f'torchrun --nnodes="$SLURM_NNODES" --nproc-per-node={s.gpus_per_node} --rdzv-id="$SLURM_JOB_ID" '
                 f'--rdzv-backend=c10d --rdzv-endpoint="$MASTER_ADDR:$MASTER_PORT" '
-                f"-m pretrain.train {config_file} --rung {rung} --arm {arm} --seed {seed}")
+                f"-m pretrain.train {shlex.quote(str(config_file))} --rung {rung} --arm {arm} --seed {seed}")
     # the job's CPUs go to its task explicitly: since Slurm 22.05 srun does not inherit sbatch's
     # --cpus-per-task, and the node's torchrun (8 ranks, their data loaders) would share one core
     srun, env_command = f"srun --kill-on-bad-exit=1 --cpus-per-task={s.cpus_per_task}", None
@@ -42,7 +42,7 @@ def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int
             raise SystemExit(f"pretrain.slurm.container_env names {', '.join(missing)}, which the container does not "
                              f"see: add it to pretrain.slurm.container_mounts (e.g. {missing[0]}:{missing[0]})")
         srun += (f" --container-image={shlex.quote(s.container_image)} --container-mounts={shlex.quote(mounts)}"
-                 f" --container-workdir={REPO}")
+                 f" --container-workdir={shlex.quote(str(REPO))}")
         inside = f"{s.container_env} && exec {torchrun}" if s.container_env else f"exec {torchrun}"
         command = f"{srun} bash -c {shlex.quote(inside)}"
         env_command = "# the environment is the container's (pretrain.slurm.container_image, container_env)"

@@ -9,7 +9,8 @@ with `sbatch --parsable`.
 from __future__ import annotations
 
 import os
-import subprocess
+import shlex
+import subprocess  # nosec B404  # sbatch is run with an argument list, never through a shell
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,8 +50,8 @@ def render(job: BatchJob, config: ExperimentConfig) -> str:
     }
     header = [f"#SBATCH --{key}" if value is True else f"#SBATCH --{key}={value}"
               for key, value in directives.items() if value is not None]
-    env = job.env_command or config.executor.env_command or f"source {REPO}/.venv/bin/activate"
-    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {REPO}", env, job.commands.strip(), ""])
+    env = job.env_command or config.executor.env_command or f"source {shlex.quote(f'{REPO}/.venv/bin/activate')}"
+    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {shlex.quote(str(REPO))}", env, job.commands.strip(), ""])
 
 
 def sbatch(script: Path, options: list[str] = (), args: list[str] = ()) -> str:

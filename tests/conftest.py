@@ -114,10 +114,12 @@ class StubCompletionsServer(BaseHTTPRequestHandler):
     """An OpenAI-compatible /v1/completions that answers the regex it was sent: all blocks main."""
 
     requests: list[dict] = []
+    authorizations: set[str] = set()
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         StubCompletionsServer.requests.append(body)
+        StubCompletionsServer.authorizations.add(self.headers.get("Authorization", ""))
         regex = body["structured_outputs"]["regex"]
         ids = [int(x) for x in re.findall(r"(\d+)\(main\|other\)", regex)]
         text = "<answer>" + "".join(f"{i}main" for i in ids) + "</answer>"
@@ -138,6 +140,7 @@ def stub_server():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     StubCompletionsServer.requests = []
+    StubCompletionsServer.authorizations = set()
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
 

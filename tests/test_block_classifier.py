@@ -209,3 +209,27 @@ def test_a_model_of_other_features_fails_at_config_load(tmp_path, sample_dir):
                     {"b": {"extractor": "block_classifier", "model": str(folder)}})
     with pytest.raises(ValueError, match="retrain it"):
         BlockModel.load(folder)
+
+
+class RunsCodeWhenUnpickled:
+    def __reduce__(self):
+        return exec, ("import builtins; builtins.xs_model_ran_code = True",)
+
+
+def test_a_sequence_model_file_that_would_run_code_is_refused_unloaded(tmp_path):
+    import builtins
+
+    import torch
+
+    from corpus.extractors.block_classifier.model import PageGRU
+
+    model = BlockModel("sequence")
+    model.network = PageGRU(len(FEATURE_NAMES), 4)
+    model.mean = model.std = np.ones(len(FEATURE_NAMES), dtype=np.float32)
+    folder = model.save(tmp_path / "model")
+    assert BlockModel.load(folder).network.hidden == 4  # tensors and an int: loaded with weights_only=True
+    saved = torch.load(folder / "sequence.pt", weights_only=True)
+    torch.save({**saved, "payload": RunsCodeWhenUnpickled()}, folder / "sequence.pt")
+    with pytest.raises(ValueError, match="could run code"):
+        BlockModel.load(folder)
+    assert not hasattr(builtins, "xs_model_ran_code")

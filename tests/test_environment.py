@@ -105,3 +105,35 @@ def test_library_output_goes_to_the_log_and_errors_to_the_console(tmp_path, verb
         assert "a library line on stdout" in log and "a C extension line on fd 2" in log
         assert f"✗ failing failed: RuntimeError: boom\n  log: {tmp_path / 'stage.log'}" in done.stderr
         assert "the last words before the error" in done.stderr  # the end of the log, on the console
+
+
+def test_a_world_writable_output_root_is_refused_and_files_are_made_at_most_group_writable(tmp_path):
+    import os
+    import stat
+
+    from configs.base import ConfigError
+    from configs.environment import check_output_root
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ConfigError, match="writable by every user.*chmod o-w"):
+        check_output_root(shared, min_free=0)
+    previous = os.umask(0o000)
+    try:
+        check_output_root(tmp_path / "own", min_free=0)
+        (tmp_path / "own" / "f").write_text("x")
+        assert not (tmp_path / "own").stat().st_mode & stat.S_IWOTH
+        assert not (tmp_path / "own" / "f").stat().st_mode & stat.S_IWOTH
+    finally:
+        os.umask(previous)
+
+
+def test_a_world_writable_model_folder_is_refused(tmp_path):
+    from configs.base import require_model_folder
+
+    (tmp_path / "block_model.json").write_text("{}")
+    assert require_model_folder(str(tmp_path), "block_model.json", "hint") == str(tmp_path)
+    tmp_path.chmod(0o777)
+    with pytest.raises(ValueError, match="writable by every user"):
+        require_model_folder(str(tmp_path), "block_model.json", "hint")

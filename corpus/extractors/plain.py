@@ -12,13 +12,13 @@ the plain view of the clean-text reference (evaluation/tasks/clean_text.py), so 
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from datatrove.data import DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
-TAG = re.compile(r"<[^>]+>")
+from corpus.extractors.spans import cut_spans
+
 # block tokens whose inline children are one block of text, and containers whose blocks are lines
 GROUPS = {"bullet_list_open": "bullet_list_close", "ordered_list_open": "ordered_list_close", "table_open": "table_close"}
 
@@ -38,7 +38,7 @@ def _inline(children) -> str:
         elif child.type in ("softbreak", "hardbreak"):
             out.append("\n")
         elif child.type == "html_inline":
-            out.append(TAG.sub("", child.content))
+            out.append(cut_spans(child.content, "<", ">"))
     return "".join(out).strip()
 
 
@@ -68,7 +68,7 @@ def plain_text(markdown: str) -> str:
                 blocks.append((group, text))
         elif token.type in ("fence", "code_block"):
             blocks.append((group, token.content.rstrip("\n")))
-        elif token.type == "html_block" and (text := TAG.sub("", token.content).strip()):
+        elif token.type == "html_block" and (text := cut_spans(token.content, "<", ">").strip()):
             blocks.append((group, text))
     out = []
     for k, (g, text) in enumerate(blocks):

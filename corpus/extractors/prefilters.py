@@ -49,7 +49,7 @@ class RecordGuard(BaseFilter):
             return False, "not_html"
         if meta["payload_bytes"] == 0:
             return False, "empty"
-        if meta["payload_bytes"] > self.max_html_bytes:
+        if meta.get("payload_truncated") or meta["payload_bytes"] > self.max_html_bytes:
             return False, "too_large"
         if not meta["decoded"] or control_char_ratio(doc.text) > self.max_control_char_ratio:
             return False, "undecodable"

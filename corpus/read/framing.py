@@ -23,10 +23,13 @@ READ_BYTES = 1 << 14
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_MEMBER = b"\x1f\x8b\x08"  # the magic and the deflate method: how every gzip member starts
 HEADER_MAX = 1 << 16  # bytes: no WARC header is longer
+# bytes of one record, uncompressed: a longer one (or a gzip member that inflates past it: a bomb) is
+# refused as damaged (reason too_large) before it is held in memory; Common Crawl truncates at 1 MiB
+RECORD_MAX = 1 << 26
 PROBE_BYTES = 1 << 12  # compressed bytes tried at a candidate member: enough to show a record's first bytes
 _CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 _VERSION_LINE = re.compile(rb"WARC/\d+\.\d+\r?\n")
-_HEADER_FIELD = re.compile(rb"^([A-Za-z0-9-]+):[ \t]*(.*?)[ \t]*\r?$", re.MULTILINE)
+_FIELD_NAME = re.compile(rb"[A-Za-z0-9-]+")
 _TRANSFER_ENCODING = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
 # the blank line that ends a record's HTTP header, its first: CRLF or a bare LF, as HTTP parsers
 # (and with them WARC writers computing a payload digest) accept both
@@ -48,6 +51,8 @@ WHAT_TO_DO = {
     "link_loop": "Point the link at the file it stands for",
     "denied": "Check the file's permissions (or the credentials in inputs.storage_options)",
     "unreadable": "Check the file and the disk it is on",
+    "too_large": f"A record longer than {RECORD_MAX:,} bytes uncompressed (or a header past {HEADER_MAX:,}) is refused "
+                 "before it is held in memory: inputs.on_corrupt: skip passes over it, counted in the ledger",
 }
 
 
@@ -175,11 +180,13 @@ def _gzip_members(source: Source) -> Iterator[tuple[int, int, bytes]]:
                 yield offset, *_padding(source, pending, offset)
                 return
             member, start, out, size, record = zlib.decompressobj(wbits=31), offset, [], 0, None
-        try:
-            out.append(member.decompress(pending))
+        try:  # never more than RECORD_MAX bytes inflated: a gzip bomb is refused, not held
+            out.append(member.decompress(pending, RECORD_MAX + 1 - size))
         except zlib.error as e:
             raise CorruptWarc("corrupt", f"corrupt gzip member at byte {start:,} ({e})", at=start) from None
         size += len(out[-1])
+        if size > RECORD_MAX:
+            raise _too_large(start, "its gzip member inflates")
         record = record or _record_frame(b"".join(out), start)
         if record and size > sum(record) + HEADER_MAX:
             raise _one_stream(start)
@@ -217,6 +224,8 @@ def _plain_records(source: Source) -> Iterator[tuple[int, int, bytes]]:
             _record_frame(head, start)  # bytes that begin no record are no record cut short
             raise _truncated(offset, start)
         length = _record_frame(head, start)[1]
+        if length > RECORD_MAX:
+            raise _too_large(start, f"it declares {length:,} bytes")
         block = source.read(length)
         offset += len(block)
         if len(block) < length:
@@ -243,10 +252,11 @@ def _record_frame(data: bytes, start: int) -> tuple[int, int] | None:
     if not data.startswith(b"WARC/"[:len(data)]):
         raise CorruptWarc("not_warc", f"not a WARC file: it starts {data[:16]!r}") if start == 0 else CorruptWarc(
             "corrupt", f"the record at byte {start:,} starts {data[:16]!r}, not WARC/", at=start)
-    end = data.find(b"\r\n\r\n")
+    end = data.find(b"\r\n\r\n", 0, HEADER_MAX)
     if end < 0:
         if len(data) > HEADER_MAX:
-            raise CorruptWarc("corrupt", f"the record at byte {start:,} has no end to its header", at=start)
+            raise CorruptWarc("too_large", f"the record at byte {start:,} has no end to its header in {HEADER_MAX:,} bytes",
+                              at=start)
         return None
     if not (m := _CONTENT_LENGTH.search(data[:end])):
         raise CorruptWarc("corrupt", f"the record at byte {start:,} has no Content-Length", at=start)
@@ -270,6 +280,21 @@ def _truncated(offset: int, start: int) -> CorruptWarc:
     return CorruptWarc("truncated", f"truncated at byte {offset:,}, inside the record that starts at byte {start:,}")
 
 
+def _too_large(start: int, what: str) -> CorruptWarc:
+    return CorruptWarc("too_large", f"the record at byte {start:,} is too large: {what} past {RECORD_MAX:,} bytes", at=start)
+
+
+def header_fields(head: bytes) -> dict[bytes, bytes]:
+    """`name: value` lines of a header (names lowercased, values stripped of blanks), in time linear
+    in its length (a regex with a lazy group and trailing blanks was quadratic on one long line)."""
+    fields = {}
+    for line in head.split(b"\n"):
+        name, colon, value = line.rstrip(b"\r").partition(b":")
+        if colon and _FIELD_NAME.fullmatch(name):
+            fields[name.lower()] = value.strip(b" \t")
+    return fields
+
+
 def _one_stream(start: int) -> CorruptWarc:
     return CorruptWarc("one_stream", f"the gzip member at byte {start:,} holds more than one record")
 
@@ -281,7 +306,7 @@ def check_digest(data: bytes, start: int) -> bool:
     writer (warcio#74). True if one was checked; False where none can be (not a response record, no
     digest, a hash hashlib lacks); CorruptWarc("digest") when the bytes do not give it."""
     head, length = _record_frame(data, start)
-    fields = {name.lower(): value for name, value in _HEADER_FIELD.findall(data[:head])}
+    fields = header_fields(data[:head])
     if fields.get(b"warc-type") != b"response":
         return False
     block = memoryview(data)[head:head + length]  # hashed in place: a block may be megabytes

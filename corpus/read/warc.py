@@ -71,6 +71,9 @@ if TYPE_CHECKING:
     from configs.inputs import ReadRetries
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
+# bytes of one payload after its Content-Encoding (gzip, br) is undone: read no further (a 20 KB record
+# can inflate to gigabytes), the record marked `payload_truncated` and dropped as too_large by the guard
+PAYLOAD_MAX = 1 << 25
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", re.IGNORECASE)
 
@@ -291,7 +294,7 @@ class AccountedWarcReader(WarcReader):
                     self.stat_update(f"skipped_{record.rec_type}_record")
                     continue
                 with self.track_time():
-                    doc = self._document(record, record.content_stream().read(), filepath, start)
+                    doc = self._document(record, record.content_stream().read(PAYLOAD_MAX + 1), filepath, start)
                 self.stat_update("response_records")
                 entry["records"] += 1
                 yield doc
@@ -461,7 +464,8 @@ class AccountedWarcReader(WarcReader):
     def _document(self, record, payload: bytes, filepath: str, offset: int) -> Document:
         mime = payload_mime(record, payload)
         content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
-        text, charset = decode_html(payload, content_type) if mime in HTML_TYPES else (None, None)
+        truncated = len(payload) > PAYLOAD_MAX
+        text, charset = decode_html(payload, content_type) if mime in HTML_TYPES and not truncated else (None, None)
         headers = record.rec_headers
         return Document(
             text=text or "",
@@ -474,6 +478,7 @@ class AccountedWarcReader(WarcReader):
                 "mime": mime,
                 "charset": charset,
                 "payload_bytes": len(payload),
+                "payload_truncated": truncated,
                 "decoded": text is not None,
             },
         )

@@ -108,7 +108,7 @@ def train_sentencepiece(texts: list[str], options: TokenizerConfig, out: Path) -
     # Llama's tokenizer class reads tokenizer.model and saves the fast tokenizer.json beside it;
     # local_files_only is saved into tokenizer_config.json, so it is set rather than left to
     # HF_HUB_OFFLINE (the same tokenizer, the same bytes)
-    LlamaTokenizer.from_pretrained(str(out), legacy=False, local_files_only=True).save_pretrained(str(out))
+    LlamaTokenizer.from_pretrained(str(out), legacy=False, local_files_only=True).save_pretrained(str(out))  # nosec B615  # local
 
 
 class SharedTokenizer(PipelineStep):
@@ -125,7 +125,8 @@ class SharedTokenizer(PipelineStep):
             if options.kind == "pretrained":
                 from transformers import AutoTokenizer
 
-                AutoTokenizer.from_pretrained(options.name_or_path).save_pretrained(str(out))
+                # the config's tokenizer (a folder or a hub id its author chose), copied once into the output root
+                AutoTokenizer.from_pretrained(options.name_or_path).save_pretrained(str(out))  # nosec B615  # see above
             else:
                 # the sample leaves out what record-level filters remove, wherever they run, so the
                 # tokenizer does not depend on that choice

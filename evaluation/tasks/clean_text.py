@@ -62,7 +62,9 @@ def reference_texts(reference: CleanTextSet) -> list[str]:
         import datasets
 
         h = reference.huggingface
-        texts = (row[reference.field] for row in datasets.load_dataset(h.dataset, h.subset, split=h.split, streaming=True))
+        # the config names the data set (data, not code: datasets runs no loading script since 4.0)
+        rows = datasets.load_dataset(h.dataset, h.subset, split=h.split, streaming=True)  # nosec B615  # see above
+        texts = (row[reference.field] for row in rows)
     elif reference.parquet is not None:
         import pyarrow.parquet as pq
 

@@ -18,10 +18,12 @@ import json
 import os
 import random
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
 
+from configs.environment import current_umask
 from corpus.sample.text import NAMES, Prose
 from evaluation.tasks.shims import builtin_task_yaml
 from evaluation.tasks.suite import TASKS_DIR, load_suite
@@ -176,8 +178,10 @@ def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
 
 def write_atomically(path: Path, text: str) -> None:
     """Concurrent evaluation jobs write the same files: each reader sees a whole one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
+    descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # O_EXCL: never another's file
+    with os.fdopen(descriptor, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600, widened to what the umask gives any file
     os.replace(tmp, path)
 
 

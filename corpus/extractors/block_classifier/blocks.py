@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from corpus.extractors.spans import MAX_NESTING, cut_spans, nesting_depth
+
 SKIP = frozenset({"script", "style", "noscript", "template", "svg", "iframe", "head", "button", "select", "option",
                   "input", "textarea", "canvas", "object", "embed", "video", "audio", "map", "link", "meta", "title"})
 HEADINGS = {f"h{i}": i for i in range(1, 7)}
@@ -23,6 +25,11 @@ WHOLE = frozenset({"table", "ul", "ol", "dl", "pre", "math"})
 INLINE = frozenset({"a", "abbr", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del", "dfn", "em", "font",
                     "i", "img", "ins", "kbd", "label", "mark", "nobr", "q", "s", "samp", "small", "span", "strike",
                     "strong", "sub", "sup", "time", "tt", "u", "var", "wbr"})
+# elements deeper than this are one block with all their text: the walk recurses and copies its
+# ancestors at each level, quadratic in depth (real pages nest a few dozen levels; a hostile one 100,000)
+MAX_DEPTH = 256
+class PageTooDeep(ValueError):
+    """A page nested too deep to parse in bounded time."""
 # the words of class and id attributes ("post-body main_col" -> post, body, main, col)
 _TOKEN = re.compile(r"[a-z]+")
 
@@ -76,6 +83,12 @@ class _Walker:
                 continue
             attrs = child.attributes
             own = tuple(_TOKEN.findall(f"{attrs.get('class') or ''} {attrs.get('id') or ''}".lower()))
+            if len(ancestors) >= MAX_DEPTH:  # no deeper: a hostile page nests 100,000 deep
+                self.flush(ancestors, words, containers)
+                block = _block(child, "p", ancestors, words + own, containers)
+                if block is not None:
+                    self.blocks.append(block)
+                continue
             if tag in LEAF or (tag in WHOLE and not _layout(child, tag)):
                 self.flush(ancestors, words, containers)
                 block = _block(child, tag, ancestors, words + own, containers)
@@ -144,15 +157,17 @@ def _block(node, tag: str, ancestors, words, containers) -> Block | None:
 
 # `<?…>` (PHP left in a page, XML declarations): HTML parsers skip it as a bogus comment ending at
 # the first `>`; selectolax 0.4.13's Lexbor node iteration segfaults past some of them (a CleanEval
-# page), so they are cut out first, which is what the parser does with them anyway
-_BOGUS_COMMENT = re.compile(r"<\?[^>]*>")
+# page), so they are cut out first (linearly: corpus.extractors.spans), which is what the parser does
+# with them anyway
 
 
 def page_blocks(html: str) -> list[Block]:
     """The page's blocks in document order (none for a page without a body or text)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(_BOGUS_COMMENT.sub("", html))
+    if (depth := nesting_depth(html)) > MAX_NESTING:  # the step counts the refusal as clean_error
+        raise PageTooDeep(f"elements nested {depth:,} deep, past {MAX_NESTING:,}")
+    tree = LexborHTMLParser(cut_spans(html, "<?", ">"))
     body = tree.body
     if body is None:
         return []

@@ -17,6 +17,7 @@ A model is a folder: `block_model.json` (kind, feature names, threshold, trainin
 from __future__ import annotations
 
 import json
+import pickle  # nosec B403  # only its error type: torch.load(weights_only=True) raises it for a file it refuses
 import random
 import time
 from dataclasses import dataclass
@@ -101,8 +102,9 @@ class BlockModel:
             self.booster.save_model(str(folder / "gbdt.txt"))
             self.context_booster.save_model(str(folder / "gbdt_context.txt"))
         else:
-            torch.save({"state": self.network.state_dict(), "mean": self.mean, "std": self.std,
-                        "hidden": self.network.hidden}, folder / "sequence.pt")
+            # tensors and an int only: loaded with weights_only=True, so a model folder cannot run code
+            torch.save({"state": self.network.state_dict(), "mean": torch.from_numpy(self.mean),
+                        "std": torch.from_numpy(self.std), "hidden": self.network.hidden}, folder / "sequence.pt")
         (folder / META).write_text(json.dumps({"kind": self.kind, "unit": self.unit, "threshold": self.threshold,
                                                "features": list(FEATURE_NAMES), "context": list(CONTEXT_NAMES),
                                                "report": self.report}, indent=2) + "\n")
@@ -120,11 +122,16 @@ class BlockModel:
             model.booster = lightgbm.Booster(model_file=str(Path(folder) / "gbdt.txt"))
             model.context_booster = lightgbm.Booster(model_file=str(Path(folder) / "gbdt_context.txt"))
         else:
-            saved = torch.load(Path(folder) / "sequence.pt", weights_only=False)
+            try:
+                saved = torch.load(Path(folder) / "sequence.pt", weights_only=True)
+            except pickle.UnpicklingError as error:
+                raise ValueError(f"{folder}/sequence.pt holds more than tensors (an older save, or not this suite's): "
+                                 f"it is not loaded, since unpickling it could run code. Train the model again "
+                                 f"(python -m corpus.extractors.block_classifier.training). {error}") from None
             model.network = PageGRU(len(FEATURE_NAMES), saved["hidden"])
             model.network.load_state_dict(saved["state"])
             model.network.eval()
-            model.mean, model.std = saved["mean"], saved["std"]
+            model.mean, model.std = saved["mean"].numpy(), saved["std"].numpy()
         return model
 
 

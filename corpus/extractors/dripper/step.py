@@ -27,6 +27,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.utils.batching import batched
 
 from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, get_labeler
+from corpus.extractors.spans import MAX_NESTING, nesting_depth
 from corpus.extractors.trafilatura import trafilatura_step
 from corpus.markdown import html_to_markdown
 from corpus.shims import cpu_time_sandbox
@@ -95,6 +96,9 @@ class DripperPage:
     error: str | None = None
 
     def simplify(self) -> None:
+        if nesting_depth(self.doc.text) > MAX_NESTING:  # to the fallback (sandboxed), not parsed here
+            self.error = "too_deep"
+            return
         try:
             self.simplified, self.map_html, self.item_ids = simplify_page(self.doc.text)
         except Exception:

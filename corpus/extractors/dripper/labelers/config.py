@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from configs.base import StrictModel, check_local_model, require_model_folder
+from configs.secrets import check_env_name, refuse_credentials_in_url, secret_from_env
 from corpus.shims import VLLM_MAX_SPEC_TOKENS
 
 DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
@@ -22,6 +23,10 @@ class LlmLabelerOptions(StrictModel):
     model: str = Field(DEFAULT_DRIPPER_MODEL, description="The labeling model: a hub id or a local Hugging Face "
                        "folder (with kind: vllm, a path starting `/`, `./` or `../` must be one, checked at load; with "
                        "kind: endpoint, the served model's name).")
+    revision: str | None = Field(None, description="The commit of the hub model (and its tokenizer) vLLM loads: set "
+                                 "it (the model repository's commit hash) so that every task loads the same weights "
+                                 "whatever the hub serves later. null: the hub's current main, unpinned "
+                                 "(SECURITY.md). A local folder needs none.")
     max_context_tokens: int = Field(32768, ge=256, description="The model's context in tokens; a page whose prompt "
                                     "and answer do not fit falls back to Trafilatura (`too_long`).")
     max_output_tokens: int = Field(4096, ge=16, description="The most tokens of one answer.")
@@ -92,14 +97,40 @@ class EndpointLabelerConfig(LlmLabelerOptions):
 
     kind: Literal["endpoint"] = Field(description="The same requests sent to an OpenAI-compatible server someone "
                                       "already runs (e.g. `python -m vllm.entrypoints.openai.api_server`).")
-    url: str = Field(description="The server's base URL, e.g. `http://gpu-node:8000/v1`.")
-    api_key: str = Field("EMPTY", description="Sent as the bearer token of every request.")
+    url: str = Field(description="The server's base URL, e.g. `http://gpu-node:8000/v1` (no userinfo or query "
+                     "string: the config is recorded).")
+    api_key_env: str | None = Field(None, description="Name of the environment variable that holds the server's API "
+                                    "key (sent as `Authorization: Bearer`); the key itself never goes in the config, "
+                                    "which the suite records. null: the key `EMPTY` (a vLLM server started without "
+                                    "`--api-key`).")
     tokenizer: str | None = Field(None, description="Folder or hub id of the served model's tokenizer, to count "
                                   "prompt tokens here; null: `model`'s.")
     concurrency: int = Field(16, ge=1, description="Requests in flight at once.")
     timeout_s: float = Field(600.0, gt=0, description="Seconds one request may take.")
     retries: int = Field(2, ge=0, description="Retries of a failed request; when they are spent the labeler "
                          "fails with an engine error naming the server.")
+
+    _url_without_credentials = field_validator("url")(lambda value: refuse_credentials_in_url(value, "labeler.url"))
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return check_env_name(value, "labeler.api_key_env")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key_in_the_config(cls, data):
+        if isinstance(data, dict) and "api_key" in data:
+            raise ValueError("labeler.api_key: a key in the config would be recorded in the output root (config.json, "
+                             "executor.json, the pickled pipeline, the config hash): export it in an environment "
+                             "variable and name that variable in labeler.api_key_env")
+        return data
+
+    def api_key(self) -> SecretStr:
+        """The key, read from the environment where the labeler runs (never stored on the config)."""
+        if self.api_key_env is None:
+            return SecretStr("EMPTY")
+        return secret_from_env(self.api_key_env, "labeler.api_key_env")
 
     @property
     def token_source(self) -> str:

@@ -141,8 +141,9 @@ class EncoderLabeler(BlockLabeler):
 
         model_dir = Path(model_dir)
         self.settings = WindowSettings(**json.loads((model_dir / SETTINGS_FILE).read_text()))
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
+        # a local folder (the config requires block_labeler.json in it), never a hub id
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)  # nosec B615  # a local folder
+        self.model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()  # nosec B615  # a local folder
         self.batch_windows = batch_windows
         self._torch = torch
 

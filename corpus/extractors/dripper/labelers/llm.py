@@ -95,6 +95,7 @@ class CompletionsClient:
 
     def __init__(self, config: EndpointLabelerConfig):
         self.config = config
+        self.api_key = config.api_key()  # read once, where the labeler runs; a SecretStr in any repr
 
     def _one(self, prompt: str, params) -> SimpleNamespace:
         import httpx
@@ -109,7 +110,7 @@ class CompletionsClient:
         }
         if params.structured_outputs is not None and params.structured_outputs.regex:
             body["structured_outputs"] = {"regex": params.structured_outputs.regex}
-        headers = {"Authorization": f"Bearer {self.config.api_key}"}
+        headers = {"Authorization": f"Bearer {self.api_key.get_secret_value()}"}
         last_error: Exception | None = None
         for _ in range(self.config.retries + 1):
             try:
@@ -137,7 +138,7 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
     draft = None
     if config.kind == "vllm":
         init_kwargs = {"gpu_memory_utilization": config.gpu_memory_utilization, "dtype": config.dtype,
-                       **config.engine_kwargs}
+                       "revision": config.revision, "tokenizer_revision": config.revision, **config.engine_kwargs}
         if config.drafted:
             from corpus.extractors.dripper.labelers.draft import BlockDraft
 

@@ -110,7 +110,8 @@ class DraftProposer:
 
         self.runner = model_runner_building_proposer()
         model = vllm_config.model_config
-        self.tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, trust_remote_code=model.trust_remote_code)
+        self.tokenizer = AutoTokenizer.from_pretrained(model.tokenizer, revision=model.tokenizer_revision,
+                                                       trust_remote_code=model.trust_remote_code)
         self.k = vllm_config.speculative_config.num_speculative_tokens
         self.targets: dict[str, list] = {}  # request id -> [the answer's tokens it is proposed, tokens checked]
         self.piece_tokens: dict[str, list[int]] = {}

@@ -1,0 +1,116 @@
+"""No credential reaches a record, a log, a pickle, the config hash or a message: keys come from the
+environment as SecretStr, a config that carries one is refused without echoing it, and a run with a
+canary in every credential leaves no canary byte in its output root, its console or the sbatch calls."""
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from test_slurm_submit import fake_slurm  # noqa: F401  (the fake sbatch and squeue)
+
+from configs.base import ConfigError
+from configs.experiment import load_experiment
+from configs.provenance import config_sha256
+from configs.secrets import redact_url
+from conftest import StubCompletionsServer, make_config
+from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
+from corpus.flow.run import run_corpus
+
+CANARY = "CanaryQ7x9Zk"
+CREDENTIAL_VARIABLES = ("XS_TEST_LABELER_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                        "HF_TOKEN")
+
+
+@pytest.fixture
+def canary_environment(monkeypatch):
+    for i, name in enumerate(CREDENTIAL_VARIABLES):
+        monkeypatch.setenv(name, f"{CANARY}{i}")
+
+
+def no_canary_under(root) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+
+
+def endpoint(url: str, **extra) -> dict:
+    return {"kind": "endpoint", "url": url, "model": "served", **extra}
+
+
+def refusal(tmp_path, sample_dir, inputs: dict | None = None, **arm) -> str:
+    """The message `load_experiment` gives for a YAML with the given inputs and one arm."""
+    raw = {"name": "t", "output_root": str(tmp_path / "out"), "arms": {"a": arm or {"extractor": "trafilatura"}},
+           "inputs": inputs or {"warc": [str(sample_dir / "sample.warc.gz")]}}
+    (tmp_path / "x.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as refused:
+        load_experiment(tmp_path / "x.yaml")
+    return str(refused.value)
+
+
+def test_an_api_key_in_the_config_is_refused_without_echoing_it(tmp_path, sample_dir):
+    message = refusal(tmp_path, sample_dir, extractor="dripper", labeler=endpoint("http://gpu:8000/v1", api_key=CANARY))
+    assert "api_key_env" in message and CANARY not in message
+
+
+def test_the_key_comes_from_the_environment_and_no_repr_or_hash_holds_it(canary_environment, tmp_path, sample_dir,
+                                                                         monkeypatch):
+    config = EndpointLabelerConfig.model_validate(endpoint("http://gpu:8000/v1", api_key_env="XS_TEST_LABELER_KEY"))
+    key = config.api_key()
+    assert key.get_secret_value() == f"{CANARY}0"
+    assert CANARY not in str(config) + repr(config) + str(key) + repr(key)
+    experiment = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                             {"d": {"extractor": "dripper", "labeler": endpoint("http://gpu:8000/v1",
+                                                                                api_key_env="XS_TEST_LABELER_KEY")}})
+    before = config_sha256(experiment)
+    monkeypatch.setenv("XS_TEST_LABELER_KEY", "another")
+    assert config_sha256(experiment) == before  # rotating a key is not another config
+
+
+@pytest.mark.parametrize("url", [f"https://user:{CANARY}@host/a.warc.gz", f"https://host/a.warc.gz?X-Amz-Signature={CANARY}"])
+def test_a_url_with_credentials_is_refused_and_the_message_shows_it_redacted(tmp_path, sample_dir, url):
+    message = refusal(tmp_path, sample_dir, inputs={"warc": [url]})
+    assert "carries userinfo or a query string" in message and "https://host/a.warc.gz" in message
+    assert CANARY not in message and CANARY not in redact_url(url)
+    labeler = refusal(tmp_path, sample_dir, extractor="dripper", labeler=endpoint(url))
+    assert "carries userinfo" in labeler and CANARY not in labeler
+
+
+@pytest.mark.parametrize("options", [{"key": CANARY}, {"client_kwargs": {"aws_secret_access_key": CANARY}},
+                                     {"headers": {"x": CANARY}}])
+def test_credentials_in_storage_options_are_refused_without_echoing_them(tmp_path, sample_dir, options):
+    message = refusal(tmp_path, sample_dir, inputs={"warc": [str(sample_dir / "sample.warc.gz")], "storage_options": options})
+    assert "credentials in a config" in message and CANARY not in message
+
+
+def canary_experiment(tmp_path, sample_dir, server: str, **extra):
+    return make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                       {"dripper": {"extractor": "dripper", "batch_pages": 16,
+                                    "labeler": endpoint(server, api_key_env="XS_TEST_LABELER_KEY",
+                                                        tokenizer=extra.pop("tokenizer"), max_context_tokens=4096)}},
+                       inputs={"warc": [str(sample_dir / "sample.warc.gz")], "storage_options": {"anon": False}},
+                       **extra)
+
+
+@pytest.mark.slow
+def test_a_local_run_with_a_canary_in_every_credential_writes_no_canary_byte(
+        tmp_path, sample_dir, random_model, stub_server, canary_environment, capfd):
+    config = canary_experiment(tmp_path, sample_dir, stub_server, tokenizer=str(random_model))
+    (summary,) = run_corpus(config, until="extract")
+    assert summary["complete"] and summary["documents_out"] > 0
+    assert StubCompletionsServer.authorizations == {f"Bearer {CANARY}0"}  # the key was sent, from the environment
+    console = capfd.readouterr()
+    assert CANARY not in console.out + console.err
+    assert no_canary_under(config.output_root) == []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fake_slurm")
+def test_a_slurm_submission_with_a_canary_in_every_credential_writes_no_canary_byte(
+        tmp_path, sample_dir, random_model, canary_environment, capfd):
+    log = Path(os.environ["FAKE_SBATCH_LOG"])
+    config = canary_experiment(tmp_path, sample_dir, "http://gpu-node:8000/v1", tokenizer=str(random_model),
+                               executor={"job_name_prefix": "t"})
+    run_corpus(config, executor="slurm")
+    assert list(config.output_root.rglob("executor.pik")) and log.read_text()  # the pickled pipelines were written
+    console = capfd.readouterr()
+    assert CANARY not in console.out + console.err + log.read_text()
+    assert no_canary_under(config.output_root) == []
