@@ -29,6 +29,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from evaluation.tasks.clean_text import clean_text_tasks, write_clean_text_tasks
 from evaluation.tasks.suite import TASKS_DIR, load_suite
+from pretrain.verify import DatasetMismatch, check_inputs
 from slurm import console
 from slurm.jobs import BatchJob, sbatch, write_job
 
@@ -185,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         console.say("every checkpoint is evaluated")
         return 0
+    try:  # the data the checkpoints were trained on, and the tokenizer they read text with
+        console.say(check_inputs(config, sorted({checkpoint_info(c)["arm"] for c in todo})))
+    except DatasetMismatch as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
     log = config.output_root / "logs" / "evaluate.log"
     with console.redirected(log):
         manager = task_manager(config)

@@ -37,6 +37,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.model import FLOPS_CONVENTION
 from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
+from pretrain.verify import DatasetMismatch
 from slurm import console
 from slurm.console import say
 
@@ -71,6 +72,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import MEGATRON_FUSIONS, build_model
     from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
+    from pretrain.verify import check_inputs_once
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
@@ -89,6 +91,9 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         raise SystemExit(f"global_batch_size {training.global_batch_size} is not a multiple of "
                          f"{world} ranks x micro_batch_size {training.micro_batch_size}")
     seed_everything(seed)
+    checked = check_inputs_once(config, [arm])  # before anything is built or written
+    if rank == 0:
+        say(f"[{arm} seed {seed}] {checked}")
     run_dir.mkdir(parents=True, exist_ok=True)
     if rank == 0 and (warning := write_provenance(run_dir, config, "training")):
         say(f"warning: {warning}")
@@ -321,24 +326,36 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
                          + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
     rank = int(os.environ.get("RANK", 0))
+    try:
+        train_runs(config, runs, args.stop_at, rank)
+    except DatasetMismatch as e:  # on the console already (console.stage), unless verbose
+        if console.verbose() and rank == 0:
+            print(e, file=sys.stderr)
+        return 2
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+def train_runs(config: ExperimentConfig, runs: list[tuple[str, str, int]], stop_at: int | None, rank: int) -> None:
+    """The runs one after the other; stops after a run stopped on request (to be requeued)."""
     for rung, arm, seed in runs:
         one = config.for_rung(rung)
         title = f"train {arm} {rung} seed {seed}"
         log = config.output_root / "logs" / f"train-{arm}-{rung}-seed{seed}{f'-rank{rank}' if rank else ''}.log"
         if rank:  # the console is rank 0's
             with console.redirected(log):
-                train(one, arm, seed, args.stop_at)
+                train(one, arm, seed, stop_at)
         else:
-            with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
-                train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
+            with console.stage(title, log, "steps", one.training_steps()[0], explained=(DatasetMismatch,)) as bar:
+                train(one, arm, seed, stop_at, progress=lambda step: bar.update(step - bar.n))
             console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
         # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)
-        stopped = [unfinished(one, arm, seed, args.stop_at) if rank == 0 else None]
+        stopped = [unfinished(one, arm, seed, stop_at) if rank == 0 else None]
         dist.broadcast_object_list(stopped, src=0)
         if stopped[0]:
             break
-    dist.destroy_process_group()
-    return 0
 
 
 if __name__ == "__main__":
