@@ -3,7 +3,7 @@
     python -m bench.dataset_check [--mib 512] [--out bench/results/dataset_check.json]
 
 Writes one `--mib` file of random bytes (a stand-in for an arm's `.bin`), then times
-slurm.durable.sha256_once on it twice: the first call reads and hashes every byte (what a new or
+configs.durable.sha256_once on it twice: the first call reads and hashes every byte (what a new or
 changed file costs), the second reads the stamp (what every later run costs). Wall clock, one
 core. The figure for the paper's shape (63B tokens an arm, 2 bytes a token with a vocabulary
 under 65,536: 126 GB a `.bin`) is the measured rate scaled, printed as such, on the storage it ran
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from slurm.durable import sha256_once
+from configs.durable import sha256_once
 
 PAPER_BIN_BYTES = 63e9 * 2
 

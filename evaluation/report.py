@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import read_provenance
 from corpus.accounting.ledger import BUDGET, EXTRACTION, READ, ledgers, minhash_scope_line, rows_by_name
@@ -53,6 +54,7 @@ from corpus.extractors.base import versions_text
 from corpus.postprocess.steps import output_step
 from corpus.read.reference import HUB, ReferenceArm
 from evaluation import markdown
+from evaluation.evaluate import DamagedResult
 from evaluation.ladder import ladder_report
 from evaluation.metrics import DECISION, Family, families
 from evaluation.plots import plot_curves, plot_ladder
@@ -696,7 +698,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     suite = load_suite()
-    reports, ladder = build_ladder(config, suite)
+    try:
+        reports, ladder = build_ladder(config, suite)
+    except DamagedResult as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
     headline = headline_rung(reports, ladder)
     report = reports[headline]
     out = config.report_dir()
@@ -705,9 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     if ladder:  # every rung's tables and the ladder's section beside the headline rung's report
         report = report | {"ladder": ladder | {"reports": reports}}
         figures += [f for f in [plot_ladder(ladder, out)] if f]
-    (out / "report.md").write_text(markdown.report_markdown(report, suite))
+    write_atomically(out / "report.md", markdown.report_markdown(report, suite))
     print(markdown.console_text(report, suite, config))
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_atomically(out / "report.json", json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
     print(f"  report: {out}/report.md (every benchmark and family), report.json, summary.csv, tasks.csv"
           + "".join(f", {p.name}" for p in figures))

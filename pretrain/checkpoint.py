@@ -12,7 +12,6 @@ are rank 0's (dropout is off, so they matter only to code that draws random numb
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from configs.durable import write_atomically
 from pretrain.platform import Platform
 
 
@@ -101,9 +101,7 @@ def save_checkpoint(run_dir: Path, step: int, model, optimizer, platform: Platfo
     dist_checkpointing.save(state, str(path))
     dist.barrier()
     if dist.get_rank() == 0:
-        tmp = run_dir / "checkpoints" / "latest.tmp"
-        tmp.write_text(str(step))
-        os.replace(tmp, run_dir / "checkpoints" / "latest")  # never a torn marker
+        write_atomically(run_dir / "checkpoints" / "latest", str(step))  # never a torn marker
     return path
 
 

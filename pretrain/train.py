@@ -32,6 +32,7 @@ import torch
 import torch.distributed as dist
 
 from configs.base import ConfigError
+from configs.durable import write_atomically
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.model import FLOPS_CONVENTION
@@ -162,7 +163,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         log_path = run_dir / "log.jsonl"
         kept = [record for record in map(log_record, log_path.read_text().splitlines() if log_path.is_file() else [])
                 if record and record["step"] <= start]  # steps after the checkpoint are redone
-        log_path.write_text("".join(json.dumps(record) + "\n" for record in kept))
+        write_atomically(log_path, "".join(json.dumps(record) + "\n" for record in kept))
         log = log_path.open("a")
         from torch.utils.tensorboard import SummaryWriter
 

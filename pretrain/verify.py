@@ -8,7 +8,7 @@ file, both digests and how to rebuild it:
 - a file whose digest is not the manifest's (bytes changed in place, same size);
 - a tokenizer other than the one the datasets were cut with.
 Hashing reads every byte, so it is done once per file version: a stamp beside each file keeps the
-digest of its (size, mtime, inode) (slurm.durable.sha256_once); the budget stage stamps the files
+digest of its (size, mtime, inode) (configs.durable.sha256_once); the budget stage stamps the files
 it writes. Under torchrun one rank checks while the others wait (`check_inputs_once`).
 """
 
@@ -19,8 +19,8 @@ import struct
 import time
 from pathlib import Path
 
+from configs.durable import sha256_once, write_atomically
 from configs.experiment import ExperimentConfig
-from slurm.durable import sha256_once, write_atomically
 
 INDEX_HEADER = b"MMIDIDX\x00\x00"  # megatron-core's indexed_dataset, version 1
 # megatron-core's DType codes -> bytes per token

@@ -12,6 +12,7 @@ from pathlib import Path
 from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm, unverified
 from corpus.extractors.base import versions_text
@@ -144,7 +145,7 @@ def record_splits(stages: list[Stage]) -> None:
     for stage in stages:
         if not completion_times(stage):
             stage.logs.mkdir(parents=True, exist_ok=True)
-            (stage.logs / SPLIT).write_text(json.dumps(stage.split) + "\n")
+            write_atomically(stage.logs / SPLIT, json.dumps(stage.split) + "\n")
 
 
 def forget(stage: Stage) -> None:

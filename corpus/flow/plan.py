@@ -47,6 +47,7 @@ import sys
 import time
 from pathlib import Path
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.model import ModelConfig
 from corpus.accounting.ledger import arm_ledger
@@ -669,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pilot-files: at least 2 (the interval needs a spread)")
     plan = make_plan(config, args.config, args.pilot_files, args.pilot_warc, args.preflight)
     path = config.plan_dir() / "plan.json"
-    path.write_text(json.dumps(plan, indent=2) + "\n")
+    write_atomically(path, json.dumps(plan, indent=2) + "\n")
     print_plan(plan)
     print(f"wrote {path}; the run's power: python -m evaluation.power {args.config}")
     return SHORT_EXIT if plan["verdict"]["short"] else 0

@@ -44,11 +44,11 @@ from datatrove.data import DocumentsPipeline
 from datatrove.io import DataFolderLike, get_datafolder
 from datatrove.pipeline.base import PipelineStep
 
+from configs.durable import sha256_once, write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.shims import write_megatron_index
 from corpus.stage import record_hash
 from corpus.tokens.tokenizer import tokenizer_sha256
-from slurm.durable import sha256_once, write_atomically
 
 SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
 # what the budget holds at once (corpus/flow/fit.py projects its memory from these): a block of a
