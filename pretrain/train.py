@@ -38,6 +38,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.model import FLOPS_CONVENTION
 from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
+from pretrain.checkpoint import NoLoadableCheckpoint
 from pretrain.verify import DatasetMismatch
 from slurm import console
 from slurm.console import say
@@ -68,7 +69,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
     from pretrain.attention import resolve_attention, sdpa_kernels
-    from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
+    from pretrain.checkpoint import resume, save_checkpoint, unfinished_saves
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import MEGATRON_FUSIONS, build_model
@@ -143,12 +144,11 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             write_hf(megatron_weights(model), run, step, run_dir / "hf" / f"step_{step:07d}")
 
     # ---- resume
-    start, latest = 0, latest_checkpoint(run_dir)
     if rank == 0:
-        for path in incomplete_checkpoints(run_dir, latest):
+        for path in unfinished_saves(run_dir):
             say(f"[{arm} seed {seed}] {path}: left by a killed job, skipped (saved again when training gets there)")
+    start, latest = resume(run_dir, model, optimizer, platform, lambda line: say(f"[{arm} seed {seed}] {line}"))
     if latest is not None:
-        start = load_checkpoint(latest, model, optimizer, platform)
         hf_dir = run_dir / "hf" / f"step_{start:07d}"
         if rank == 0:
             say(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})")
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", 0))
     try:
         train_runs(config, runs, args.stop_at, rank)
-    except DatasetMismatch as e:  # on the console already (console.stage), unless verbose
+    except (DatasetMismatch, NoLoadableCheckpoint) as e:  # on the console already (console.stage), unless verbose
         if console.verbose() and rank == 0:
             print(e, file=sys.stderr)
         return 2
@@ -349,7 +349,7 @@ def train_runs(config: ExperimentConfig, runs: list[tuple[str, str, int]], stop_
             with console.redirected(log):
                 train(one, arm, seed, stop_at)
         else:
-            with console.stage(title, log, "steps", one.training_steps()[0], explained=(DatasetMismatch,)) as bar:
+            with console.stage(title, log, "steps", one.training_steps()[0], explained=(DatasetMismatch, NoLoadableCheckpoint)) as bar:
                 train(one, arm, seed, stop_at, progress=lambda step: bar.update(step - bar.n))
             console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
         # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)
