@@ -42,6 +42,7 @@ from pretrain.checkpoint import NoLoadableCheckpoint
 from pretrain.verify import DatasetMismatch
 from slurm import console
 from slurm.console import say
+from slurm.lock import DriverLocked, driving
 
 
 def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
@@ -59,6 +60,8 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
 STOP_REQUEST = "stop-requested"
 # what a rung's runs must agree on: the kernels that compute every step
 KERNEL_KEYS = ("layer_spec", "attention", "sdpa_kernel", "fusions", "dtype")
+# refusals whose one line says all (what, which file, what to do): printed without the log's end
+KNOWN_REFUSALS = (DatasetMismatch, NoLoadableCheckpoint)
 
 
 def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None,
@@ -327,9 +330,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
                          + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
     rank = int(os.environ.get("RANK", 0))
-    try:
-        train_runs(config, runs, args.stop_at, rank)
-    except (DatasetMismatch, NoLoadableCheckpoint) as e:  # on the console already (console.stage), unless verbose
+    try:  # rank 0 drives (torchrun stops the other ranks when it exits refused)
+        with driving(config.output_root, say) if rank == 0 else nullcontext():
+            train_runs(config, runs, args.stop_at, rank)
+    except DriverLocked as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
+    except KNOWN_REFUSALS as e:  # on the console already (console.stage), unless verbose
         if console.verbose() and rank == 0:
             print(e, file=sys.stderr)
         return 2
@@ -349,7 +356,7 @@ def train_runs(config: ExperimentConfig, runs: list[tuple[str, str, int]], stop_
             with console.redirected(log):
                 train(one, arm, seed, stop_at)
         else:
-            with console.stage(title, log, "steps", one.training_steps()[0], explained=(DatasetMismatch, NoLoadableCheckpoint)) as bar:
+            with console.stage(title, log, "steps", one.training_steps()[0], explained=KNOWN_REFUSALS) as bar:
                 train(one, arm, seed, stop_at, progress=lambda step: bar.update(step - bar.n))
             console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
         # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)

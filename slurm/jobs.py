@@ -9,11 +9,13 @@ with `sbatch --parsable`.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig
+from slurm.lock import CLAIM_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +52,9 @@ def render(job: BatchJob, config: ExperimentConfig) -> str:
     header = [f"#SBATCH --{key}" if value is True else f"#SBATCH --{key}={value}"
               for key, value in directives.items() if value is not None]
     env = job.env_command or config.executor.env_command or f"source {REPO}/.venv/bin/activate"
-    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {REPO}", env, job.commands.strip(), ""])
+    # the job runs under the claim of the driver that submits it (slurm.lock): it takes no lock of its own
+    claim = f"export {CLAIM_ENV}={socket.gethostname()}:{os.getpid()}"
+    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {REPO}", env, claim, job.commands.strip(), ""])
 
 
 def sbatch(script: Path, options: list[str] = (), args: list[str] = ()) -> str:

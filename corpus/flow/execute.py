@@ -20,7 +20,7 @@ from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
 from corpus.read.warc import InputFileError
-from corpus.stage import SPLIT, Stage, recorded_split
+from corpus.stage import SPLIT, Stage, recorded_split, rerun_task
 from slurm import console
 
 
@@ -146,6 +146,42 @@ def record_splits(stages: list[Stage]) -> None:
         if not completion_times(stage):
             stage.logs.mkdir(parents=True, exist_ok=True)
             write_atomically(stage.logs / SPLIT, json.dumps(stage.split) + "\n")
+
+
+def lost_outputs(stage: Stage) -> dict[int, str]:
+    """The finished tasks whose written documents are gone, by rank, with what is missing: a
+    completion marker must never outlive its output (a second driver's cleanup, a hand `rm`, a
+    disk fault). A task's writer whose stats count documents must have left a file named for the
+    task (`<rank>*`), not empty, in its output folder."""
+    from datatrove.pipeline.writers.disk_base import DiskWriter
+
+    lost = {}
+    for rank in range(stage.tasks):
+        stats_file = stage.logs / "stats" / f"{rank:05d}.json"
+        if not (stage.logs / "completions" / f"{rank:05d}").is_file() or not stats_file.is_file():
+            continue
+        steps = json.loads(stats_file.read_text())
+        for writer in (step for step in stage.pipeline if isinstance(step, DiskWriter)):
+            recorded = next((s for s in steps if s["name"] == f"{writer.type}: {writer.name}"), None)
+            if not recorded or not counters(recorded).get("total"):
+                continue
+            folder = writer.output_folder
+            if not any(folder.size(name) for name in folder.glob(f"{rank:05d}*")):
+                lost[rank] = (f"{counters(recorded)['total']} documents recorded, no file {rank:05d}* in "
+                              f"{folder.path}")
+                break
+    return lost
+
+
+def rerun_lost_tasks(stages: list[Stage]) -> list[str]:
+    """Every finished task whose output is gone runs again (every stage built on it then runs again
+    too: forget_what_depends_on_reruns); returns a message for each."""
+    messages = []
+    for stage in stages:
+        for rank, missing in lost_outputs(stage).items():
+            rerun_task(stage.logs, rank)
+            messages.append(f"run again: {stage.label} task {rank}, finished but its output is gone ({missing})")
+    return messages
 
 
 def forget(stage: Stage) -> None:
