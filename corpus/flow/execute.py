@@ -4,6 +4,7 @@ first; on Slurm they are submitted by corpus.flow.submit."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
+from configs.base import ConfigError
 from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm, unverified
@@ -21,7 +23,32 @@ from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
 from corpus.read.warc import InputFileError
 from corpus.stage import SPLIT, Stage, recorded_split, rerun_task
+from corpus.tokens.budget import BudgetError
 from slurm import console
+
+
+class DiskFull(OSError):
+    """A stage ran out of space: one line says where, what the plan projected, and that a rerun resumes."""
+
+
+# errors raised inside a stage whose one line says what, where and what to do: the console shows
+# them without the end of the stage's log (kept for the unexpected ones)
+KNOWN_REFUSALS = (InputFileError, BudgetError, ConfigError, DiskFull)
+
+
+def disk_full_message(config: ExperimentConfig, error: OSError, stage: Stage | None = None) -> str:
+    """Where the space ran out, what the plan (`python -m corpus.flow.plan`) says the stage needs."""
+    where = Path(error.filename) if error.filename else config.output_root
+    plan_file = config.plan_dir() / "plan.json"
+    label = stage.label if stage else "the corpus flow"
+    try:
+        row = next(r for r in json.loads(plan_file.read_text())["footprint"]["stages"] if r["stage"] == label)
+        need = f"the plan ({plan_file}) projects {(row['final_bytes'] + row['temporary_bytes']) / 1e9:,.1f} GB for {label}"
+    except (OSError, ValueError, KeyError, StopIteration):
+        need = f"no plan says what {label} needs (python -m corpus.flow.plan CONFIG projects it)"
+    free = shutil.disk_usage(config.output_root).free
+    return (f"{where}: no space left on the device ({free / 1e9:,.1f} GB free now) while {label} ran; {need}. "
+            "Free space there and run again: finished tasks are kept, the rest resumes")
 
 
 def local_workers(stage: Stage) -> int:
@@ -43,12 +70,16 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
         total = tasks if taps is None else None  # documents from an earlier stage's count; else a rate without an end
         if isinstance(reader, BaseDiskReader):
             total = written.get(reader.data_folder.path)
-        with console.stage(stage.label, log, "docs" if taps else "tasks", total, explained=(InputFileError,)) as bar:
+        with console.stage(stage.label, log, "docs" if taps else "tasks", total, explained=KNOWN_REFUSALS) as bar:
             counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
             counter.start()
             try:
                 ConsoleExecutor(stage.pipeline, tasks=tasks, workers=local_workers(stage), logging_dir=str(stage.logs),
                                 skip_completed=True, log=log, tap_folder=taps).run()
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                raise DiskFull(disk_full_message(config, e, stage)) from None
             finally:
                 counter.stop()
         for step in stage.pipeline:

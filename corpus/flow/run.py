@@ -21,6 +21,7 @@ runs again. `python -m corpus.accounting.ledger CONFIG` then accounts for every 
 from __future__ import annotations
 
 import argparse
+import errno
 import shutil
 import sys
 
@@ -30,8 +31,10 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
 from corpus.flow.execute import (
+    DiskFull,
     SplitChanged,
     check_splits,
+    disk_full_message,
     forget_what_depends_on_reruns,
     record_splits,
     rerun_lost_tasks,
@@ -137,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     except (BudgetError, ShortInputs, ConfigError, SubmissionRefused, SubmissionFailed, SplitChanged, DriverLocked) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
-    except InputFileError:  # its one line is on the console already, with the log's path
+    except (InputFileError, DiskFull):  # its one line is on the console already, with the log's path
+        return 1
+    except OSError as e:  # out of space between stages (a summary, a record): the same one line
+        if e.errno != errno.ENOSPC:
+            raise
+        print(f"{args.config}: {disk_full_message(config, e)}", file=sys.stderr)
         return 1
     if summaries and (args.until == "extract" or args.arms):
         print_summaries(summaries)
