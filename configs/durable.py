@@ -5,7 +5,7 @@ once per file version.
   filesystems, NFS and Lustre alike), then the folder fsynced: a reader sees the old file or the
   new one, never a cut one.
 - `sha256_once`: a file's SHA-256, hashed again only when its version changed. The version is
-  its (size, mtime in ns, inode); a stamp beside the file records the digest of that version, so
+  its (size, mtime in ns, inode); a stamp in `logs/` beside the file records the digest of that version, so
   a 63B-token `.bin` is read once, not before every run.
 """
 
@@ -51,7 +51,8 @@ def file_sha256(path: Path) -> str:
 
 
 def stamp_path(path: Path) -> Path:
-    return Path(path).with_name(Path(path).name + STAMP_SUFFIX)
+    """Beside the file, under `logs/` (bookkeeping: the outputs stay the same bytes in every run)."""
+    return Path(path).parent / "logs" / "sha256-stamps" / (Path(path).name + STAMP_SUFFIX)
 
 
 def sha256_once(path: Path) -> tuple[str, bool]:
@@ -69,5 +70,6 @@ def sha256_once(path: Path) -> tuple[str, bool]:
         pass  # no stamp, or a damaged one: hash
     digest = file_sha256(path)
     if file_version(path) == version:  # not stamped if the file changed while it was read
+        stamp.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(stamp, json.dumps({"version": version, "sha256": digest}) + "\n")
     return digest, True

@@ -7,7 +7,7 @@ file, both digests and how to rebuild it:
   shorter or longer than its index says), found from the sizes alone;
 - a file whose digest is not the manifest's (bytes changed in place, same size);
 - a tokenizer other than the one the datasets were cut with.
-Hashing reads every byte, so it is done once per file version: a stamp beside each file keeps the
+Hashing reads every byte, so it is done once per file version: a stamp in `logs/` beside each file keeps the
 digest of its (size, mtime, inode) (configs.durable.sha256_once); the budget stage stamps the files
 it writes. Under torchrun one rank checks while the others wait (`check_inputs_once`).
 """
