@@ -13,8 +13,8 @@ the command a user would run next, as a subprocess. Outcomes:
 - `silent`: the command exits 0 as if nothing happened;
 - `traceback` / `failed`: a raw traceback, or another failure; `not run`: the fault needs what this
   machine lacks (a small filesystem for the full disk needs root to mount a tmpfs).
-Kills are SIGKILL to the run's whole process group, chained: each rerun is killed in the next
-stage, and the last one runs to the end. Writes the table as JSON. A benchmark, not a test: the
+Kills are SIGKILL to the run's whole process group, 50 ms into a task of each of KILLED_STAGES,
+chained: each rerun is killed in the next stage, and the last one runs to the end. Writes the table as JSON. A benchmark, not a test: the
 same cases are tests (tests/test_dataset_check.py, test_result_files.py, test_checkpoint_resume.py,
 test_lost_outputs.py, test_driver_lock.py, test_stage_errors.py and the earlier rounds' tests).
 """
@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 MODEL = {"num_layers": 2, "hidden_size": 32, "ffn_hidden_size": 64, "num_attention_heads": 4, "num_query_groups": 2,
          "seq_length": 32}
 TRAIN_STEPS = 10
+# the stages killed, one after the other (of arm trafilatura where a stage is per arm)
+KILLED_STAGES = ("extract", "tokenizer", "exact-signatures", "filter", "minhash-buckets", "tokenize", "budget")
 
 # the corpus flow with a step at the front of one stage's pipeline that SIGKILLs the run's process
 # group a moment after the stage's task began
@@ -170,10 +172,13 @@ def corpus_faults(m: Matrix, work: Path, warc: Path, clean: Path, expected: dict
     from corpus.flow.stages import corpus_stages
     from corpus.read.inputs import resolve_inputs
 
-    # a second driver on the same root while the first runs; the first ends as the clean run did
+    # a second driver on the same root while the first runs (it tokenizes both arms again and cuts
+    # the budget); the first ends as the clean run did
     began = time.perf_counter()
-    both = work / "both"
+    both = copy_root(clean, work / "both")
     both_config = write_config(work / "both.json", experiment(both, warc))
+    for arm in ("trafilatura", "html2text"):
+        shutil.rmtree(both / "datasets" / arm / "logs" / "tokenize" / "completions")
     first = subprocess.Popen([sys.executable, "-m", "corpus.flow", str(both_config)], cwd=REPO, start_new_session=True,
                              env=os.environ | {"PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
@@ -193,8 +198,8 @@ def corpus_faults(m: Matrix, work: Path, warc: Path, clean: Path, expected: dict
     script = work / "killed_run.py"
     script.write_text(KILLED_RUN)
     base, paths = resolve_inputs(config)
-    stages = corpus_stages(config, base, paths, "dataset", None)
-    labels = [s.label for s in stages if s.arm in (None, "trafilatura")]  # every stage of one arm, and the shared ones
+    labels = [s.label for s in corpus_stages(config, base, paths, "dataset", None)
+              if s.name in KILLED_STAGES and s.arm in (None, "trafilatura")]
     shutil.rmtree(root)  # resolve_inputs wrote the input list: the killed run starts from nothing
     for i, label in enumerate(labels):
         began = time.perf_counter()
@@ -251,7 +256,7 @@ def corpus_faults(m: Matrix, work: Path, warc: Path, clean: Path, expected: dict
     data[len(data) // 2] ^= 0xFF
     damaged.write_bytes(bytes(data))
     proc = run(["-m", "corpus.flow", str(write_config(work / "damaged.json", experiment(work / "damaged", damaged))),
-                "--until", "extract"])
+                "--arms", "trafilatura"])
     m.add("damaged WARC member", "extract", refusal(proc, str(damaged)), began)
 
     # an input changed after the first run read it
@@ -259,10 +264,10 @@ def corpus_faults(m: Matrix, work: Path, warc: Path, clean: Path, expected: dict
     changed = work / "changed.warc.gz"
     shutil.copy(warc, changed)
     changed_config = write_config(work / "changed.json", experiment(work / "changed", changed))
-    first = run(["-m", "corpus.flow", str(changed_config), "--until", "extract"])
+    first = run(["-m", "corpus.flow", str(changed_config), "--arms", "trafilatura"])
     with open(changed, "ab") as f:
         f.write(warc.read_bytes()[:64])
-    proc = run(["-m", "corpus.flow", str(changed_config), "--until", "extract"])
+    proc = run(["-m", "corpus.flow", str(changed_config), "--arms", "trafilatura"])
     m.add("input WARC changed after the first run", "inputs",
           refusal(proc, str(changed)) if first.returncode == 0 else ("failed", first_line(text_of(first), None)), began)
 
