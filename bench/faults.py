@@ -14,9 +14,10 @@ the command a user would run next, as a subprocess. Outcomes:
 - `traceback` / `failed`: a raw traceback, or another failure; `not run`: the fault needs what this
   machine lacks (a small filesystem for the full disk needs root to mount a tmpfs).
 Kills are SIGKILL to the run's whole process group, 50 ms into a task of each of KILLED_STAGES,
-chained: each rerun is killed in the next stage, and the last one runs to the end. Writes the table as JSON. A benchmark, not a test: the
-same cases are tests (tests/test_dataset_check.py, test_result_files.py, test_checkpoint_resume.py,
-test_lost_outputs.py, test_driver_lock.py, test_stage_errors.py and the earlier rounds' tests).
+chained: each rerun is killed in the next stage, and the last one runs to the end. Writes the
+table as JSON. A benchmark, not a test: the same cases are tests (tests/test_dataset_check.py,
+test_result_files.py, test_checkpoint_resume.py, test_lost_outputs.py, test_driver_lock.py,
+test_stage_errors.py and the earlier rounds' tests).
 """
 
 from __future__ import annotations
