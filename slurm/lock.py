@@ -48,6 +48,8 @@ def describe(holder: dict) -> str:
 
 def gone(holder: dict) -> str | None:
     """Why the holder is gone (None while it may still run, or when this machine cannot tell)."""
+    if holder.get("job_id") and holder["job_id"] == os.environ.get("SLURM_JOB_ID"):
+        return f"it is this Slurm job ({holder['job_id']}) before it was requeued"
     if holder.get("job_id"):
         try:
             out = subprocess.run(["squeue", "--noheader", "--format=%T", "--jobs", str(holder["job_id"])],

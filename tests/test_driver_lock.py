@@ -76,3 +76,11 @@ def test_the_corpus_flow_is_refused_before_any_write_while_another_driver_runs(t
         run_corpus(config)
     assert sorted(p.name for p in config.output_root.iterdir()) == [LOCK_FILE]
     release(config.output_root, mine)
+
+
+def test_a_requeued_job_takes_over_the_lock_its_earlier_run_left(tmp_path, monkeypatch):
+    (tmp_path / LOCK_FILE).write_text(json.dumps({"host": "node7", "pid": 1, "job_id": "4242", "started": "then"}))
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    said = []
+    release(tmp_path, acquire(tmp_path, said.append))
+    assert said and said[0].endswith("is gone: it is this Slurm job (4242) before it was requeued")
