@@ -313,6 +313,7 @@ def build_scratch_data(config: ExperimentConfig) -> None:
 
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import train_sentencepiece
+    from pretrain.verify import record_datasets
 
     rng = random.Random(0)
     train_sentencepiece(["\n\n".join(Prose(rng).paragraph() for _ in range(3)) for _ in range(200)],
@@ -326,6 +327,7 @@ def build_scratch_data(config: ExperimentConfig) -> None:
         for doc in np.array_split(tokens, max(1, len(tokens) // 4096)):
             builder.add_document(doc, [len(doc)])
         builder.finalize(f"{prefix}.idx")
+    record_datasets(config, list(config.arms))
 
 
 def losses(run_dir: Path) -> list[dict]:

@@ -69,8 +69,11 @@ def random_documents(tokens: int, vocab_size: int):
 
 
 def write_bench_data(config, tokens: int, vocab_size: int) -> None:
+    from pretrain.verify import record_datasets
+
     write_tokenizer(config.tokenizer_dir(), vocab_size)
     write_random_dataset(config.dataset_prefix("bench"), tokens, vocab_size)
+    record_datasets(config, ["bench"])
 
 
 def write_random_dataset(prefix: Path, tokens: int, vocab_size: int) -> None:

@@ -255,6 +255,10 @@ class ExperimentConfig(StrictModel):
         """The arm's budget-cut Megatron dataset (`.bin` and `.idx` beside each other)."""
         return self.dataset_dir(arm) / f"{arm}_text_document"
 
+    def datasets_manifest(self) -> Path:
+        """What the budget cut: every arm's tokens, `.bin/.idx` digests, and the tokenizer's digest."""
+        return self.output_root / "datasets" / "manifest.json"
+
     def eval_dir(self, arm: str, seed: int) -> Path:
         return self.output_root / "eval" / arm / self.pretrain.rung.name / f"seed{seed}"
 

@@ -18,6 +18,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,7 +155,7 @@ def write_provenance(folder: Path, config: ExperimentConfig, stage: str) -> str 
         words = {"git_commit": "commit", "package_set_sha256": "package set"}
         changed = [words.get(key, f"config ({stage} part)") for key in changed]
         warning = f"{folder}: begun with another {', '.join(changed)}; its outputs may mix both (see {path})"
-    path.write_text(json.dumps(new, indent=2, sort_keys=True) + "\n")
+    write_atomically(path, json.dumps(new, indent=2, sort_keys=True) + "\n")
     return warning
 
 

@@ -11,7 +11,8 @@ structure, task configs and versions, with arm, rung, seed and step)
 and `samples_<task>.jsonl` (the per-document logs of `--log_samples`, from which the report reads
 every per-document score and the continuous metrics). The clean-text tasks of
 `evaluation.clean_text` (evaluation/tasks/clean_text.py) run in the same call as the suite's zero-shot
-tasks. A checkpoint with `results.json` is done and skipped on a re-run.
+tasks. A checkpoint whose `results.json` parses and names it is done and skipped on a re-run; a cut or
+empty one is evaluated again, with a message.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ import sys
 from pathlib import Path
 
 from configs.base import ConfigError
+from configs.durable import write_atomically
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from evaluation.tasks.clean_text import clean_text_tasks, write_clean_text_tasks
 from evaluation.tasks.suite import TASKS_DIR, load_suite
+from pretrain.verify import DatasetMismatch, check_inputs
 from slurm import console
 from slurm.jobs import BatchJob, sbatch, write_job
 
@@ -54,9 +57,40 @@ def result_dir(config: ExperimentConfig, info: dict) -> Path:
     return config.for_rung(info["rung"]).eval_dir(info["arm"], info["seed"]) / f"step_{info['step']:07d}"
 
 
+class DamagedResult(ValueError):
+    """A results.json that does not parse or does not name its checkpoint."""
+
+
+def read_result(path: Path, checkpoint: Path, expected: dict) -> dict:
+    """A checkpoint's results.json, whole: it parses and names the `expected` arm, seed and step. A
+    cut or empty file (a full disk, a job killed mid-write before writes were atomic, a hand edit)
+    is DamagedResult, naming the command that redoes it (`checkpoint`: the export it scores)."""
+    redo = f"python -m evaluation.evaluate CONFIG --checkpoint {checkpoint}"
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise DamagedResult(f"{path}: damaged ({type(e).__name__}: {e}); redo it: {redo}") from None
+    named = {key: result.get(key) for key in expected} if isinstance(result, dict) else None
+    if named != {key: expected[key] for key in expected}:
+        raise DamagedResult(f"{path}: names checkpoint {named}, not {expected}; redo it: {redo}")
+    return result
+
+
+def evaluated(config: ExperimentConfig, checkpoint: Path) -> bool:
+    """Done: its results.json parses and names it; a damaged one is redone, with a message."""
+    path = result_dir(config, checkpoint_info(checkpoint)) / "results.json"
+    if not path.is_file():
+        return False
+    try:
+        read_result(path, checkpoint, {key: checkpoint_info(checkpoint)[key] for key in ("arm", "seed", "step")})
+    except DamagedResult as e:
+        console.say(f"evaluated again: {str(e).split('; redo it')[0]}")
+        return False
+    return True
+
+
 def pending(config: ExperimentConfig, rung: str | None = None) -> list[Path]:
-    return [c for c in exported_checkpoints(config, rung)
-            if not (result_dir(config, checkpoint_info(c)) / "results.json").is_file()]
+    return [c for c in exported_checkpoints(config, rung) if not evaluated(config, c)]
 
 
 class ExpectedOverrides(logging.Filter):
@@ -117,15 +151,14 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, pro
         for key in results:
             results[key].update(run.get(key, {}))
         for task, samples in run["samples"].items():
-            with open(out / f"samples_{task}.jsonl", "w") as f:
-                for sample in samples:
-                    f.write(json.dumps(sample, default=str) + "\n")
+            write_atomically(out / f"samples_{task}.jsonl", "".join(json.dumps(s, default=str) + "\n" for s in samples))
         if progress:
             progress(len(tasks))
     results |= {"checkpoint": str(checkpoint), "arm": info["arm"], "rung": info["rung"], "seed": info["seed"],
                 "step": info["step"],
                 "tasks_source": options.tasks, "lm_eval_version": lm_eval.__version__}
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    # last and whole: a checkpoint is done when its results.json parses (read_result)
+    write_atomically(out / "results.json", json.dumps(results, indent=2, default=str) + "\n")
     return out
 
 
@@ -186,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         console.say("every checkpoint is evaluated")
         return 0
+    try:  # the data the checkpoints were trained on, and the tokenizer they read text with
+        console.say(check_inputs(config, sorted({checkpoint_info(c)["arm"] for c in todo})))
+    except DatasetMismatch as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
     log = config.output_root / "logs" / "evaluate.log"
     with console.redirected(log):
         manager = task_manager(config)

@@ -39,9 +39,11 @@ import argparse
 import json
 import sys
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation import markdown
 from evaluation.decisions import decision_sections
+from evaluation.evaluate import DamagedResult
 from evaluation.family_report import family_report, named_seed_variances
 from evaluation.headline import headline_table
 from evaluation.ladder import ladder_report
@@ -134,7 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     suite = load_suite()
-    reports, ladder = build_ladder(config, suite)
+    try:
+        reports, ladder = build_ladder(config, suite)
+    except DamagedResult as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
     headline = headline_rung(reports, ladder)
     report = reports[headline]
     out = config.report_dir()
@@ -143,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     if ladder:  # every rung's tables and the ladder's section beside the headline rung's report
         report = report | {"ladder": ladder | {"reports": reports}}
         figures += [f for f in [plot_ladder(ladder, out)] if f]
-    (out / "report.md").write_text(markdown.report_markdown(report, suite))
+    write_atomically(out / "report.md", markdown.report_markdown(report, suite))
     print(markdown.console_text(report, suite, config))
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_atomically(out / "report.json", json.dumps(report, indent=2, default=str) + "\n")
     write_tables(report, suite, out)
     print(f"  report: {out}/report.md (every benchmark and family), report.json, summary.csv, tasks.csv"
           + "".join(f", {p.name}" for p in figures))

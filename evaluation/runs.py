@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from configs.experiment import ExperimentConfig
+from evaluation.evaluate import read_result
 from evaluation.metrics.clean_text import clean_text_values
 from evaluation.metrics.documents import TaskDocuments, read_task_documents
 
@@ -49,11 +49,14 @@ class Run:
 
 def load_runs(config: ExperimentConfig) -> list[Run]:
     """Every evaluated checkpoint of the config's (arm, seed) runs, with its training tokens (from
-    the config, the one source of them)."""
+    the config, the one source of them); a damaged results.json is DamagedResult, naming it and
+    the command that redoes it."""
     runs = []
     for arm, seed in config.runs():
         for path in sorted(config.eval_dir(arm, seed).glob("step_*/results.json")):
-            result = json.loads(path.read_text())
+            step = int(path.parent.name.removeprefix("step_"))
+            result = read_result(path, config.run_dir(arm, seed) / "hf" / path.parent.name,
+                                 {"arm": arm, "seed": seed, "step": step})
             runs.append(Run(arm, seed, result["step"], config.pretrain.tokens_at(result["step"]), path.parent, result))
     return runs
 

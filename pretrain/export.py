@@ -17,12 +17,13 @@ from pathlib import Path
 
 import torch
 
+from configs.durable import write_atomically
 from configs.model import ModelConfig
 from pretrain.model import hf_config, hf_state_dict
 
 
 def write_run_info(run_dir: Path, info: dict) -> None:
-    (run_dir / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_atomically(run_dir / "run.json", json.dumps(info, indent=2) + "\n")
 
 
 def read_run_info(checkpoint: Path) -> dict:
@@ -42,7 +43,7 @@ def write_hf(weights: dict[str, torch.Tensor], run: dict, step: int, out: Path) 
     hf.save_pretrained(str(out), safe_serialization=True)
     AutoTokenizer.from_pretrained(run["tokenizer_dir"], local_files_only=True).save_pretrained(str(out))  # nosec B615  # local
     info = {k: run[k] for k in ("experiment", "arm", "rung", "seed")} | {"step": step, "checkpoint": str(out)}
-    (out / "xsuite.json").write_text(json.dumps(info, indent=2) + "\n")
+    write_atomically(out / "xsuite.json", json.dumps(info, indent=2) + "\n")  # last: the export is whole
     return out
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from pretrain.train import STOP_REQUEST, selected_runs, unfinished
+from slurm.console import say
 from slurm.jobs import REPO, BatchJob, sbatch, write_job
+from slurm.lock import DriverLocked, driving
 
 
 def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> BatchJob:
@@ -119,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="write the job scripts, submit nothing")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
-    submit(config, args.config, selected_runs(config, args.config, args.arm, args.seed, args.rung), args.dry_run)
+    runs = selected_runs(config, args.config, args.arm, args.seed, args.rung)
+    try:
+        with driving(config.output_root, say):
+            submit(config, args.config, runs, args.dry_run)
+    except DriverLocked as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -32,13 +32,17 @@ import torch
 import torch.distributed as dist
 
 from configs.base import ConfigError
+from configs.durable import write_atomically
 from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.model import FLOPS_CONVENTION
 from configs.pretrain import TrainingConfig
 from configs.provenance import write_provenance
+from pretrain.checkpoint import NoLoadableCheckpoint
+from pretrain.verify import DatasetMismatch
 from slurm import console
 from slurm.console import say
+from slurm.lock import DriverLocked, driving
 
 
 def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
@@ -56,6 +60,8 @@ def learning_rate(step: int, steps: int, training: TrainingConfig) -> float:
 STOP_REQUEST = "stop-requested"
 # what a rung's runs must agree on: the kernels that compute every step
 KERNEL_KEYS = ("layer_spec", "attention", "sdpa_kernel", "fusions", "dtype")
+# refusals whose one line says all (what, which file, what to do): printed without the log's end
+KNOWN_REFUSALS = (DatasetMismatch, NoLoadableCheckpoint)
 
 
 def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = None, progress=None,
@@ -66,11 +72,12 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
 
     from pretrain.attention import resolve_attention, sdpa_kernels
-    from pretrain.checkpoint import incomplete_checkpoints, latest_checkpoint, load_checkpoint, save_checkpoint
+    from pretrain.checkpoint import resume, save_checkpoint, unfinished_saves
     from pretrain.data import build_dataset, micro_batches, tokenizer_facts
     from pretrain.export import megatron_weights, write_hf, write_run_info
     from pretrain.model import MEGATRON_FUSIONS, build_model
     from pretrain.platform import build_optimizer, detect, init_distributed, seed_everything
+    from pretrain.verify import check_inputs_once
 
     model_cfg, training = config.pretrain.model, config.pretrain.training
     run_dir = config.run_dir(arm, seed)
@@ -89,6 +96,9 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         raise SystemExit(f"global_batch_size {training.global_batch_size} is not a multiple of "
                          f"{world} ranks x micro_batch_size {training.micro_batch_size}")
     seed_everything(seed)
+    checked = check_inputs_once(config, [arm])  # before anything is built or written
+    if rank == 0:
+        say(f"[{arm} seed {seed}] {checked}")
     run_dir.mkdir(parents=True, exist_ok=True)
     if rank == 0 and (warning := write_provenance(run_dir, config, "training")):
         say(f"warning: {warning}")
@@ -137,12 +147,11 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
             write_hf(megatron_weights(model), run, step, run_dir / "hf" / f"step_{step:07d}")
 
     # ---- resume
-    start, latest = 0, latest_checkpoint(run_dir)
     if rank == 0:
-        for path in incomplete_checkpoints(run_dir, latest):
+        for path in unfinished_saves(run_dir):
             say(f"[{arm} seed {seed}] {path}: left by a killed job, skipped (saved again when training gets there)")
+    start, latest = resume(run_dir, model, optimizer, platform, lambda line: say(f"[{arm} seed {seed}] {line}"))
     if latest is not None:
-        start = load_checkpoint(latest, model, optimizer, platform)
         hf_dir = run_dir / "hf" / f"step_{start:07d}"
         if rank == 0:
             say(f"[{arm} seed {seed}] resumed from {latest} (step {start}/{steps})")
@@ -157,7 +166,7 @@ def train(config: ExperimentConfig, arm: str, seed: int, stop_at: int | None = N
         log_path = run_dir / "log.jsonl"
         kept = [record for record in map(log_record, log_path.read_text().splitlines() if log_path.is_file() else [])
                 if record and record["step"] <= start]  # steps after the checkpoint are redone
-        log_path.write_text("".join(json.dumps(record) + "\n" for record in kept))
+        write_atomically(log_path, "".join(json.dumps(record) + "\n" for record in kept))
         log = log_path.open("a")
         from torch.utils.tensorboard import SummaryWriter
 
@@ -321,24 +330,40 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
                          + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
     rank = int(os.environ.get("RANK", 0))
+    try:  # rank 0 drives (torchrun stops the other ranks when it exits refused)
+        with driving(config.output_root, say) if rank == 0 else nullcontext():
+            train_runs(config, runs, args.stop_at, rank)
+    except DriverLocked as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
+    except KNOWN_REFUSALS as e:  # on the console already (console.stage), unless verbose
+        if console.verbose() and rank == 0:
+            print(e, file=sys.stderr)
+        return 2
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+def train_runs(config: ExperimentConfig, runs: list[tuple[str, str, int]], stop_at: int | None, rank: int) -> None:
+    """The runs one after the other; stops after a run stopped on request (to be requeued)."""
     for rung, arm, seed in runs:
         one = config.for_rung(rung)
         title = f"train {arm} {rung} seed {seed}"
         log = config.output_root / "logs" / f"train-{arm}-{rung}-seed{seed}{f'-rank{rank}' if rank else ''}.log"
         if rank:  # the console is rank 0's
             with console.redirected(log):
-                train(one, arm, seed, args.stop_at)
+                train(one, arm, seed, stop_at)
         else:
-            with console.stage(title, log, "steps", one.training_steps()[0]) as bar:
-                train(one, arm, seed, args.stop_at, progress=lambda step: bar.update(step - bar.n))
+            with console.stage(title, log, "steps", one.training_steps()[0], explained=KNOWN_REFUSALS) as bar:
+                train(one, arm, seed, stop_at, progress=lambda step: bar.update(step - bar.n))
             console.closing_line(title, run_summary(one, arm, seed), one.run_dir(arm, seed), log)
         # stopped on request, to be requeued: so are the runs after it (rank 0 reads, every rank follows)
-        stopped = [unfinished(one, arm, seed, args.stop_at) if rank == 0 else None]
+        stopped = [unfinished(one, arm, seed, stop_at) if rank == 0 else None]
         dist.broadcast_object_list(stopped, src=0)
         if stopped[0]:
             break
-    dist.destroy_process_group()
-    return 0
 
 
 if __name__ == "__main__":

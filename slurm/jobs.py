@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import subprocess  # nosec B404  # sbatch is run with an argument list, never through a shell
 from dataclasses import dataclass
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig
+from slurm.lock import CLAIM_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,7 +53,10 @@ def render(job: BatchJob, config: ExperimentConfig) -> str:
     header = [f"#SBATCH --{key}" if value is True else f"#SBATCH --{key}={value}"
               for key, value in directives.items() if value is not None]
     env = job.env_command or config.executor.env_command or f"source {shlex.quote(f'{REPO}/.venv/bin/activate')}"
-    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {shlex.quote(str(REPO))}", env, job.commands.strip(), ""])
+    # the job runs under the claim of the driver that submits it (slurm.lock): it takes no lock of its own
+    claim = f"export {CLAIM_ENV}={shlex.quote(f'{socket.gethostname()}:{os.getpid()}')}"
+    return "\n".join(["#!/bin/bash", *header, "set -eo pipefail", f"cd {shlex.quote(str(REPO))}", env, claim,
+                      job.commands.strip(), ""])
 
 
 def sbatch(script: Path, options: list[str] = (), args: list[str] = ()) -> str:

@@ -296,6 +296,7 @@ def build_pretrain_corpus(root: Path) -> None:
 
     from corpus.sample.text import Prose
     from corpus.tokens.tokenizer import train_sentencepiece
+    from pretrain.verify import record_datasets
 
     config = ExperimentConfig.model_validate(pretrain_experiment(root))
     rng = random.Random(0)
@@ -316,6 +317,7 @@ def build_pretrain_corpus(root: Path) -> None:
             if not left:
                 break
         builder.finalize(f"{prefix}.idx")
+    record_datasets(config, list(config.arms))
 
 
 # ---------------------------------------------------------------- hand-made evaluation results

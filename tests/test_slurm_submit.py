@@ -269,3 +269,12 @@ def test_an_sbatch_failing_halfway_loses_no_record_and_the_resubmission_is_still
     queue(rows, (jobs[3] | {"job": "99", "submit_time": "2020-01-01T00:00:00"}, "PENDING"))
     run_corpus(config, executor="slurm")
     assert len(submitted(log)) > 4
+
+
+def test_a_local_run_is_refused_while_the_root_s_submitted_jobs_are_queued(tmp_path, sample_dir, fake_slurm):
+    log, rows = fake_slurm
+    config = experiment(tmp_path, sample_dir, max_queued_tasks=10)
+    run_corpus(config, executor="slurm")
+    queue(rows, (submitted(log)[0], "RUNNING"))
+    with pytest.raises(SubmissionRefused, match=r"refused: 1 job of .* still queued or running"):
+        run_corpus(config)  # local: it would run the tasks the jobs run

@@ -35,6 +35,7 @@ import numpy as np
 from datatrove.pipeline.tokens import TokensCounter
 from datatrove.pipeline.writers import JsonlWriter
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.accounting.summary import (
     counters,
@@ -370,8 +371,8 @@ def write_ledger(config: ExperimentConfig) -> tuple[Path, list[dict], dict]:
     arms, overlaps = ledgers(config), overlap(config)
     path = config.output_root / "ledger.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
-                               indent=2) + "\n")
+    write_atomically(path, json.dumps({"arms": arms, "overlap": overlaps, "minhash_scope": config.postprocess.minhash.scope},
+                                      indent=2) + "\n")
     return path, arms, overlaps
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from datatrove.pipeline.writers import JsonlWriter
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors.base import versions_text
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, RecordGuard
@@ -186,7 +187,7 @@ def labeler_text(work: dict[str, int] | None) -> str:
 
 def write_summary(config: ExperimentConfig, arm_name: str, summary: dict) -> Path:
     path = config.arm_dir(arm_name) / "summary.json"
-    path.write_text(json.dumps(summary, indent=2) + "\n")
+    write_atomically(path, json.dumps(summary, indent=2) + "\n")
     return path
 
 

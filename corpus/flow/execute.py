@@ -4,6 +4,7 @@ first; on Slurm they are submitted by corpus.flow.submit."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -12,6 +13,8 @@ from pathlib import Path
 from datatrove.pipeline.readers.base import BaseDiskReader, BaseReader
 from datatrove.pipeline.writers import JsonlWriter
 
+from configs.base import ConfigError
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm, unverified
 from corpus.extractors.base import versions_text
@@ -19,8 +22,33 @@ from corpus.flow.progress import ConsoleExecutor, TapReader
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
 from corpus.read.warc import InputFileError
-from corpus.stage import SPLIT, Stage, recorded_split
+from corpus.stage import SPLIT, Stage, recorded_split, rerun_task
+from corpus.tokens.budget import BudgetError
 from slurm import console
+
+
+class DiskFull(OSError):
+    """A stage ran out of space: one line says where, what the plan projected, and that a rerun resumes."""
+
+
+# errors raised inside a stage whose one line says what, where and what to do: the console shows
+# them without the end of the stage's log (kept for the unexpected ones)
+KNOWN_REFUSALS = (InputFileError, BudgetError, ConfigError, DiskFull)
+
+
+def disk_full_message(config: ExperimentConfig, error: OSError, stage: Stage | None = None) -> str:
+    """Where the space ran out, what the plan (`python -m corpus.flow.plan`) says the stage needs."""
+    where = Path(error.filename) if error.filename else config.output_root
+    plan_file = config.plan_dir() / "plan.json"
+    label = stage.label if stage else "the corpus flow"
+    try:
+        row = next(r for r in json.loads(plan_file.read_text())["footprint"]["stages"] if r["stage"] == label)
+        need = f"the plan ({plan_file}) projects {(row['final_bytes'] + row['temporary_bytes']) / 1e9:,.1f} GB for {label}"
+    except (OSError, ValueError, KeyError, StopIteration):
+        need = f"no plan says what {label} needs (python -m corpus.flow.plan CONFIG projects it)"
+    free = shutil.disk_usage(config.output_root).free
+    return (f"{where}: no space left on the device ({free / 1e9:,.1f} GB free now) while {label} ran; {need}. "
+            "Free space there and run again: finished tasks are kept, the rest resumes")
 
 
 def local_workers(stage: Stage) -> int:
@@ -42,12 +70,16 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
         total = tasks if taps is None else None  # documents from an earlier stage's count; else a rate without an end
         if isinstance(reader, BaseDiskReader):
             total = written.get(reader.data_folder.path)
-        with console.stage(stage.label, log, "docs" if taps else "tasks", total, explained=(InputFileError,)) as bar:
+        with console.stage(stage.label, log, "docs" if taps else "tasks", total, explained=KNOWN_REFUSALS) as bar:
             counter = TapReader(taps, bar, None if taps else stage.logs / "completions")
             counter.start()
             try:
                 ConsoleExecutor(stage.pipeline, tasks=tasks, workers=local_workers(stage), logging_dir=str(stage.logs),
                                 skip_completed=True, log=log, tap_folder=taps).run()
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+                raise DiskFull(disk_full_message(config, e, stage)) from None
             finally:
                 counter.stop()
         for step in stage.pipeline:
@@ -144,7 +176,43 @@ def record_splits(stages: list[Stage]) -> None:
     for stage in stages:
         if not completion_times(stage):
             stage.logs.mkdir(parents=True, exist_ok=True)
-            (stage.logs / SPLIT).write_text(json.dumps(stage.split) + "\n")
+            write_atomically(stage.logs / SPLIT, json.dumps(stage.split) + "\n")
+
+
+def lost_outputs(stage: Stage) -> dict[int, str]:
+    """The finished tasks whose written documents are gone, by rank, with what is missing: a
+    completion marker must never outlive its output (a second driver's cleanup, a hand `rm`, a
+    disk fault). A task's writer whose stats count documents must have left a file named for the
+    task (`<rank>*`), not empty, in its output folder."""
+    from datatrove.pipeline.writers.disk_base import DiskWriter
+
+    lost = {}
+    for rank in range(stage.tasks):
+        stats_file = stage.logs / "stats" / f"{rank:05d}.json"
+        if not (stage.logs / "completions" / f"{rank:05d}").is_file() or not stats_file.is_file():
+            continue
+        steps = json.loads(stats_file.read_text())
+        for writer in (step for step in stage.pipeline if isinstance(step, DiskWriter)):
+            recorded = next((s for s in steps if s["name"] == f"{writer.type}: {writer.name}"), None)
+            if not recorded or not counters(recorded).get("total"):
+                continue
+            folder = writer.output_folder
+            if not any(folder.size(name) for name in folder.glob(f"{rank:05d}*")):
+                lost[rank] = (f"{counters(recorded)['total']} documents recorded, no file {rank:05d}* in "
+                              f"{folder.path}")
+                break
+    return lost
+
+
+def rerun_lost_tasks(stages: list[Stage]) -> list[str]:
+    """Every finished task whose output is gone runs again (every stage built on it then runs again
+    too: forget_what_depends_on_reruns); returns a message for each."""
+    messages = []
+    for stage in stages:
+        for rank, missing in lost_outputs(stage).items():
+            rerun_task(stage.logs, rank)
+            messages.append(f"run again: {stage.label} task {rank}, finished but its output is gone ({missing})")
+    return messages
 
 
 def forget(stage: Stage) -> None:

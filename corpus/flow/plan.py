@@ -40,6 +40,7 @@ import json
 import sys
 from pathlib import Path
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.flow.fit import global_stage_needs
 from corpus.flow.pilot import pilot_files, pilot_pages, run_pilot, vocab_size_of
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--pilot-files: at least 2 (the interval needs a spread)")
     plan = make_plan(config, args.config, args.pilot_files, args.pilot_warc, args.preflight)
     path = config.plan_dir() / "plan.json"
-    path.write_text(json.dumps(plan, indent=2) + "\n")
+    write_atomically(path, json.dumps(plan, indent=2) + "\n")
     print_plan(plan)
     print(f"wrote {path}; the run's power: python -m evaluation.power {args.config}")
     return SHORT_EXIT if plan["verdict"]["short"] else 0

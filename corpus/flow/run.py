@@ -21,6 +21,7 @@ runs again. `python -m corpus.accounting.ledger CONFIG` then accounts for every 
 from __future__ import annotations
 
 import argparse
+import errno
 import shutil
 import sys
 
@@ -29,15 +30,26 @@ from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
-from corpus.flow.execute import SplitChanged, check_splits, forget_what_depends_on_reruns, record_splits, run_local, stage_folder
+from corpus.flow.execute import (
+    DiskFull,
+    SplitChanged,
+    check_splits,
+    disk_full_message,
+    forget_what_depends_on_reruns,
+    record_splits,
+    rerun_lost_tasks,
+    run_local,
+    stage_folder,
+)
 from corpus.flow.plan import ShortInputs, check_plan
 from corpus.flow.stages import UNTIL, corpus_stages
-from corpus.flow.submit import CONTINUE, SubmissionFailed, SubmissionRefused, check_nothing_queued, submit_slurm
+from corpus.flow.submit import CONTINUE, SubmissionFailed, SubmissionRefused, check_nothing_queued, record_lines, submit_slurm
 from corpus.read.inputs import files_to_read_again, resolve_inputs
 from corpus.read.warc import InputFileError
 from corpus.stage import rerun_task, unfinished_tasks
 from corpus.tokens.budget import BudgetError, budget_is_stale
 from slurm.console import add_verbose_flag, apply_verbose_flag, say
+from slurm.lock import DriverLocked, driving
 
 
 def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str] | None = None,
@@ -49,7 +61,16 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
     From a script, call it under `if __name__ == "__main__":`: the local executor's worker
     processes import the calling script again, and without the guard they hang the run."""
     check_output_root(config.output_root)
-    if executor == "slurm":  # before anything is forgotten or written: the jobs queued may still read it
+    with driving(config.output_root, say):  # one driver per output root (slurm.lock), before any write
+        return drive_corpus(config, until, arms, executor, allow_short, retry_skipped)
+
+
+def drive_corpus(config: ExperimentConfig, until: str, arms: list[str] | None, executor: str, allow_short: bool,
+                 retry_skipped: bool) -> list[dict]:
+    """run_corpus's work, under the output root's lock."""
+    # before anything is forgotten or written: the jobs a submission queued may still read and write
+    # it (a local run is refused alike; without a submission record there is nothing to ask Slurm)
+    if executor == "slurm" or record_lines(config):
         check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
     stages = corpus_stages(config, base, paths_file, until, arms)
@@ -63,6 +84,8 @@ def run_corpus(config: ExperimentConfig, until: str = "dataset", arms: list[str]
         if not allow_short:
             raise ShortInputs(f"refused before any work: {short}. To run anyway: --allow-short")
         print(f"warning (--allow-short): {short}", file=sys.stderr)
+    for message in rerun_lost_tasks(stages):
+        say(message)
     budget = next((stage for stage in stages if stage.name == "budget"), None)
     if budget is not None and budget_is_stale(config):  # cut for other arms, budget or seed: cut again
         shutil.rmtree(budget.logs / "completions", ignore_errors=True)
@@ -114,10 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         summaries = run_corpus(config, args.until, args.arms, args.executor, args.allow_short, args.retry_skipped)
-    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused, SubmissionFailed, SplitChanged) as e:
+    except (BudgetError, ShortInputs, ConfigError, SubmissionRefused, SubmissionFailed, SplitChanged, DriverLocked) as e:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
-    except InputFileError:  # its one line is on the console already, with the log's path
+    except (InputFileError, DiskFull):  # its one line is on the console already, with the log's path
+        return 1
+    except OSError as e:  # out of space between stages (a summary, a record): the same one line
+        if e.errno != errno.ENOSPC:
+            raise
+        print(f"{args.config}: {disk_full_message(config, e)}", file=sys.stderr)
         return 1
     if summaries and (args.until == "extract" or args.arms):
         print_summaries(summaries)

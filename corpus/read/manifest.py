@@ -28,6 +28,8 @@ import posixpath
 import sys
 from pathlib import Path
 
+from configs.durable import write_atomically
+
 MANIFEST = "manifest.json"
 USER_FIELDS = ("size", "sha256", "records")
 
@@ -40,9 +42,7 @@ def read_manifest(path: str | Path) -> dict:
 
 def write_manifest(path: Path, base: str, entries: list[dict]) -> None:
     """Written aside, then renamed: a manifest is whole or absent."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"base": base, "files": entries}, indent=1) + "\n")
-    tmp.replace(path)
+    write_atomically(path, json.dumps({"base": base, "files": entries}, indent=1) + "\n")
 
 
 def identity(info: dict) -> dict:

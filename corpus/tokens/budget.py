@@ -44,9 +44,10 @@ from datatrove.data import DocumentsPipeline
 from datatrove.io import DataFolderLike, get_datafolder
 from datatrove.pipeline.base import PipelineStep
 
+from configs.durable import sha256_once, write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.shims import write_megatron_index
-from corpus.stage import record_hash, stream_sha256
+from corpus.stage import record_hash
 from corpus.tokens.tokenizer import tokenizer_sha256
 
 SHIFT = 48  # the histogram's bins are the keys' top 64 - SHIFT bits
@@ -354,11 +355,6 @@ def gather(spill: Spill, starts: np.ndarray, dtype: np.dtype, out: int, lengths_
         ids_out.write("".join(f"{ids[p]}\n" for p in order))
 
 
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return stream_sha256(f)
-
-
 class TokenBudget(PipelineStep):
     type = "🔢 - TOKENIZER"
     name = "⚖️ equal token budget"
@@ -398,8 +394,9 @@ class TokenBudget(PipelineStep):
             "last_document_kept_tokens": cut.last_tokens,
             "last_document_tokens": cut.last_length,
             "path_prefix": self.config.relative(prefix),
-            "bin_sha256": file_sha256(Path(f"{prefix}.bin")),
-            "idx_sha256": file_sha256(Path(f"{prefix}.idx")),
+            # hashed once here and stamped: training's check of them reads the stamps
+            "bin_sha256": sha256_once(Path(f"{prefix}.bin"))[0],
+            "idx_sha256": sha256_once(Path(f"{prefix}.idx"))[0],
             "source": self.config.relative(self.config.dataset_dir(arm) / "tokens"),
         }
 
@@ -417,11 +414,11 @@ class TokenBudget(PipelineStep):
                           "eos_token": self.config.tokenizer.eos_token},
             "arms": arms,
         }
-        manifest_path(self.config).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_atomically(manifest_path(self.config), json.dumps(manifest, indent=2) + "\n")
 
 
 def manifest_path(config: ExperimentConfig) -> Path:
-    return config.output_root / "datasets" / "manifest.json"
+    return config.datasets_manifest()
 
 
 def budget_is_stale(config: ExperimentConfig) -> bool:

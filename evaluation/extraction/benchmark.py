@@ -15,6 +15,7 @@ from pathlib import Path
 
 from datatrove.data import Document
 
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.extractors import default_arm, standalone_kinds
 from corpus.extractors.base import versions_text
@@ -193,7 +194,7 @@ def evaluate(arms: dict, pages: list[LabelledPage], out: Path, progress=None) ->
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     summary = summarize(rows, runs)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     table = markdown_table(summary)
     (out / "summary.md").write_text(table + "\n")
     bar_charts(summary, out)

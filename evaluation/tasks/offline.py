@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
 
-from configs.environment import current_umask
+from configs.durable import write_atomically
 from corpus.sample.text import NAMES, Prose
 from evaluation.tasks.shims import builtin_task_yaml
 from evaluation.tasks.suite import TASKS_DIR, load_suite
@@ -174,15 +172,6 @@ def write_offline_tasks(out: Path, items: int = 40, seed: int = 0) -> Path:
             splits[split] = [make_doc(Prose(rng), i) for i in range(items)]
         write_local_task(out, task, included_yaml(task), splits)
     return out
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Concurrent evaluation jobs write the same files: each reader sees a whole one."""
-    descriptor, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # O_EXCL: never another's file
-    with os.fdopen(descriptor, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600, widened to what the umask gives any file
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,140 @@
+"""One driver per output root: the process that plans and runs or submits stages holds
+`<output_root>/driver.lock`, which names it (host, pid, Slurm job id, start time, command).
+
+A second driver is refused with the holder's name. A lock whose holder is gone (its pid is not
+alive on its host, or its Slurm job has ended) is taken over, with a message. The jobs a
+submission queued do not take it: they run under their submission's claim (`CLAIM_ENV`, set in
+every job script slurm.jobs writes; datatrove's stage arrays run no driver at all), and a driver
+started while they are queued or running is refused by the submission guard
+(corpus.flow.submit.check_nothing_queued).
+
+The primitive is a hard link: the holder's record is written to a file of its own, then
+`link()`ed to `driver.lock`. Creating a link is atomic on local filesystems, NFS (v2 to v4) and
+Lustre, and fails for the second process; a lost reply on NFS is resolved by the link count of
+the record (2: the link was made). `flock`/`fcntl` locks were not chosen: Lustre honours them
+across nodes only when mounted with `-o flock` (many sites mount `localflock`, node-local), NFS
+needs a working lock daemon, and such a lock ends with its process, while a submission's claim
+must outlive the short job that submits it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+LOCK_FILE = "driver.lock"
+CLAIM_ENV = "XSUITE_SUBMITTED_BY"  # in the jobs a submission queued: the driver that queued them
+
+
+class DriverLocked(RuntimeError):
+    """Another driver holds the output root."""
+
+
+def holder_record(root: Path) -> dict:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "job_id": os.environ.get("SLURM_JOB_ID"),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": " ".join(sys.argv)[:300], "root": str(root)}
+
+
+def describe(holder: dict) -> str:
+    job = f", Slurm job {holder['job_id']}" if holder.get("job_id") else ""
+    return f"pid {holder.get('pid')} on {holder.get('host')}{job}, since {holder.get('started')} ({holder.get('command')})"
+
+
+def gone(holder: dict) -> str | None:
+    """Why the holder is gone (None while it may still run, or when this machine cannot tell)."""
+    if holder.get("job_id") and holder["job_id"] == os.environ.get("SLURM_JOB_ID"):
+        return f"it is this Slurm job ({holder['job_id']}) before it was requeued"
+    if holder.get("job_id"):
+        try:
+            out = subprocess.run(["squeue", "--noheader", "--format=%T", "--jobs", str(holder["job_id"])],
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if out.returncode == 0 and not out.stdout.strip():
+            return f"Slurm job {holder['job_id']} has ended"
+        if "Invalid job id" in out.stderr:
+            return f"Slurm job {holder['job_id']} is unknown to Slurm"
+        return None
+    if holder.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(int(holder["pid"]), 0)
+    except ProcessLookupError:
+        return f"pid {holder['pid']} is not running on {holder['host']}"
+    except (PermissionError, ValueError, TypeError):
+        return None
+    return None
+
+
+def try_link(record: Path, lock: Path) -> bool:
+    try:
+        os.link(record, lock)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # NFS: the link may have been made and its reply lost
+        return record.stat().st_nlink == 2
+
+
+def acquire(root: Path, say) -> dict:
+    """Take the root's lock or raise DriverLocked naming its holder; a stale lock is taken over
+    (`say` gets the message). Returns this driver's record."""
+    root.mkdir(parents=True, exist_ok=True)
+    lock, mine = root / LOCK_FILE, holder_record(root)
+    record = root / f".{LOCK_FILE}.{mine['host']}.{mine['pid']}"
+    record.write_text(json.dumps(mine) + "\n")
+    try:
+        for _ in range(3):  # a stale lock moved aside by another taker between our tries
+            if try_link(record, lock):
+                return mine
+            try:
+                holder = json.loads(lock.read_text())
+            except FileNotFoundError:
+                continue  # released meanwhile
+            except ValueError:
+                holder = {}
+            if (reason := gone(holder)) is None:
+                raise DriverLocked(
+                    f"refused: {root} is driven by {describe(holder)}; wait for it to finish, or stop it. If it is gone "
+                    f"and this machine cannot tell (another host, no Slurm job), remove {lock}")
+            aside = lock.with_name(f".{LOCK_FILE}.stale.{mine['pid']}")
+            try:
+                os.rename(lock, aside)  # one taker wins the rename; the others find no lock or the winner's
+            except FileNotFoundError:
+                continue
+            aside.unlink()
+            say(f"took over {lock}: its holder ({describe(holder)}) is gone: {reason}")
+        raise DriverLocked(f"refused: {lock} changed hands while this driver tried to take it; run again")
+    finally:
+        record.unlink(missing_ok=True)
+
+
+def release(root: Path, mine: dict) -> None:
+    """Remove the lock if it is still this driver's."""
+    lock = root / LOCK_FILE
+    try:
+        holder = json.loads(lock.read_text())
+    except (OSError, ValueError):
+        return
+    if (holder.get("host"), holder.get("pid")) == (mine["host"], mine["pid"]):
+        lock.unlink(missing_ok=True)
+
+
+@contextmanager
+def driving(root: Path, say):
+    """This process drives `root` for the block's duration; a job a submission queued (CLAIM_ENV
+    set) runs under that submission's claim and takes nothing."""
+    if os.environ.get(CLAIM_ENV):
+        yield
+        return
+    mine = acquire(root, say)
+    try:
+        yield
+    finally:
+        release(root, mine)
