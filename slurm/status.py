@@ -20,6 +20,7 @@ Safe to run at any time, from a login node, while the run goes on: it writes not
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -255,15 +256,67 @@ def planned(plan: dict | None, stage: str, arm: str) -> tuple[float | None, floa
 PLAN_STAGE = {"extract": "extraction", "postprocess": "post-processing", "read": "reference read"}
 
 
+FIGURES = ("records", "documents_in", "documents_out", "tokens")
+
+
+def as_ranges(ranks: Iterable[int]) -> list[list[int]]:
+    """Sorted ranks as [first, last] runs: a cache of 46,400 finished tasks is a few runs."""
+    out: list[list[int]] = []
+    for rank in sorted(ranks):
+        if out and out[-1][1] == rank - 1:
+            out[-1][1] = rank
+        else:
+            out.append([rank, rank])
+    return out
+
+
+def from_ranges(runs: list[list[int]]) -> set[int]:
+    return {rank for first, last in runs for rank in range(first, last + 1)}
+
+
+def tally(stage, markers: set[int], cached: dict | None) -> dict:
+    """What a stage's finished tasks did, summed from their stats: `sums` of FIGURES, `seconds`, the
+    ranks summed and those whose writers wrote documents (`wrote`). Only the stats of tasks that
+    finished since `cached` (the last call's tally) are read; a cache is dropped when a task it
+    summed lost its marker, or the stage began again whole (its SPLIT record rewritten)."""
+    from corpus.stage import SPLIT
+
+    try:
+        key = (stage.logs / SPLIT).stat().st_mtime
+    except OSError:
+        key = None
+    if cached and cached["key"] == key and (summed := from_ranges(cached["ranks"])) <= markers:
+        sums, seconds, wrote = dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"])
+    else:
+        summed, sums, seconds, wrote = set(), dict.fromkeys(FIGURES, 0), 0.0, set()
+    new = sorted(markers - summed)
+    for rank, steps in task_stats(stage.logs / "stats", new).items():
+        made = figures(steps)
+        for k in FIGURES:
+            sums[k] += made.get(k, 0)
+        seconds += task_seconds(steps)
+        if made.get("documents_out"):
+            wrote.add(rank)
+        summed.add(rank)
+    return {"key": key, "ranks": as_ranges(summed), "wrote": as_ranges(wrote), "sums": sums, "seconds": seconds,
+            "n": len(summed)}
+
+
+def cache_file(config: ExperimentConfig) -> Path:
+    """Where the tallies of the last call are kept for the next (outside the output root: the
+    command writes nothing there)."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "xsuite-status" / f"{hashlib.sha1(str(config.output_root.resolve()).encode()).hexdigest()[:16]}.json"
+
+
 def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] | None,
-                accounting: list[Accounted] | None, plan: dict | None) -> tuple[list[Row], list[Failure]]:
+                accounting: list[Accounted] | None, plan: dict | None, cache: dict) -> tuple[list[Row], list[Failure]]:
     """A row per part of the flow (an arm's extraction, its post-processing, ...), its stages' tasks
-    added up; the failed tasks named."""
+    added up; the failed tasks named. `cache`: the tallies of the last call, by stage, updated."""
     from corpus.flow.submit import job_name
 
     rows: dict[str, Row] = {}
     failures: list[Failure] = []
-    unmeasured: set[str] = set()  # parts with work left in a stage no finished task has timed yet
     parts: dict[str, list] = {}
     for stage in stages:
         parts.setdefault(stage.part_label, []).append(stage)
@@ -273,35 +326,37 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             row.planned_cpu_hours, row.planned_gpu_hours = planned(plan, PLAN_STAGE.get(part[0].part or part[0].name, ""),
                                                                    part[0].arm)
         spent = [a for a in accounting or [] if a.name in {job_name(config, s.label) for s in part}]
+        unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
         for stage in part:
             running = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
             markers = {int(n) for n in listing(stage.logs / "completions") if n.isdigit() and int(n) < stage.tasks}
-            stats = task_stats(stage.logs / "stats", sorted(markers))
+            done = cache[stage.label] = tally(stage, markers, cache.get(stage.label))
+            sums, seconds, n = dict(done["sums"]), done["seconds"], done["n"]
             outputs = {folder: listing(folder) for folder in shard_writers(stage)}
-            seconds: list[float] = []
-            for rank in sorted(markers):
-                steps = stats.get(rank, [])
+            lost = sorted(rank for rank in from_ranges(done["wrote"]) if outputs and
+                          any(f"{rank:05d}.jsonl.gz" not in names for names in outputs.values()))
+            for rank, steps in task_stats(stage.logs / "stats", lost).items():  # failed, not done: not counted
                 made = figures(steps)
-                shard = f"{rank:05d}.jsonl.gz"
-                gone = [folder / shard for folder, names in outputs.items() if shard not in names]
-                if made.get("documents_out") and gone:
-                    row.failed += 1
-                    failures.append(Failure(stage.label, f"{rank:05d}", str(stage.logs / "completions" / f"{rank:05d}"),
-                                            f"completion marker without its output {gone[0]} "
-                                            f"({made['documents_out']:,} documents written)"))
-                    continue
-                seconds.append(task_seconds(steps))
-                keys = (("records", "documents_in") if stage is part[0] else ()) + \
-                    (("documents_out", "tokens") if stage is part[-1] else ())
-                for key in keys:
-                    if key in made:
-                        row.produced[key] = row.produced.get(key, 0) + made[key]
+                sums = {k: sums[k] - made.get(k, 0) for k in FIGURES}
+                seconds, n = seconds - task_seconds(steps), n - 1
+                gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, names in outputs.items()
+                            if f"{rank:05d}.jsonl.gz" not in names)
+                row.failed += 1
+                failures.append(Failure(stage.label, f"{rank:05d}", str(stage.logs / "completions" / f"{rank:05d}"),
+                                        f"completion marker without its output {gone} "
+                                        f"({made.get('documents_out', 0):,} documents written)"))
+            keys = (("records", "documents_in") if stage is part[0] else ()) + \
+                (("documents_out", "tokens") if stage is part[-1] else ())
+            for key in keys:
+                if sums[key]:
+                    row.produced[key] = row.produced.get(key, 0) + sums[key]
             row.tasks += stage.tasks
-            row.done += len(seconds)
+            row.done += n
             if not spent:  # without Slurm's accounting: the finished tasks' own times
-                row.cpu_hours += sum(seconds) * stage.resources.cpus_per_task / 3600
-                row.gpu_hours += sum(seconds) * stage.resources.gpus_per_task / 3600
-            started = {int(m.group(1)) for n in listing(stage.logs / "logs") if (m := re.fullmatch(r"task_(\d{5})\.log", n))}
+                row.cpu_hours += seconds * stage.resources.cpus_per_task / 3600
+                row.gpu_hours += seconds * stage.resources.gpus_per_task / 3600
+            started = {int(m.group(1)) for name in listing(stage.logs / "logs")
+                       if (m := re.fullmatch(r"task_(\d{5})\.log", name))}
             for rank in sorted(started - markers):  # started, not finished: running, or failed
                 log = stage.logs / "logs" / f"task_{rank:05d}.log"
                 error = last_error_line(log)
@@ -311,15 +366,15 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
                 failures.append(Failure(stage.label, f"{rank:05d}", str(log), error or
                                         "stopped without an error line (killed: time limit or memory?); its Slurm log "
                                         f"is under {stage.logs / 'slurm_logs'}"))
-            left = stage.tasks - len(seconds)
-            if left and seconds:  # the tasks left at the mean time of those finished, `workers` at a time
-                row.eta_s = (row.eta_s or 0.0) + left * sum(seconds) / len(seconds) / max(1, stage.resources.workers)
+            left = stage.tasks - n
+            if left and n:  # the tasks left at the mean time of those finished, `workers` at a time
+                row.eta_s = (row.eta_s or 0.0) + left * seconds / n / max(1, stage.resources.workers)
             elif left:
-                unmeasured.add(label)
+                unmeasured = True
         if spent:  # Slurm's own figure: failed and running tasks included
             row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
             row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
-        if label in unmeasured:
+        if unmeasured:
             row.eta_s = None
     return list(rows.values()), failures
 
@@ -506,8 +561,20 @@ def next_command(config: ExperimentConfig, config_path: str, status: dict, queue
     return f"nothing: every stage is done; the report: {config.report_dir() / 'report.md'}"
 
 
-def experiment_status(config: ExperimentConfig, config_path: str) -> dict:
-    """Everything the command shows, as one JSON-ready dict."""
+def write_cache(path: Path, cache: dict) -> None:
+    """The tallies for the next call; where they cannot be written, the next call reads every stats file again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}")
+        part.write_text(json.dumps(cache))
+        part.replace(path)
+    except OSError:
+        pass
+
+
+def experiment_status(config: ExperimentConfig, config_path: str, use_cache: bool = True) -> dict:
+    """Everything the command shows, as one JSON-ready dict. `use_cache`: read only the stats of the
+    tasks that finished since the last call (cache_file)."""
     from corpus.flow.submit import job_name
 
     stages = flow_stages(config)
@@ -518,7 +585,14 @@ def experiment_status(config: ExperimentConfig, config_path: str) -> dict:
     names += [job_name(config, f"train-{arm}-{rung}-seed{seed}") for rung in (config.rungs() if config.pretrain else [])
               for arm, seed in config.for_rung(rung).runs()]
     accounting = sacct_rows(names, since(config)) if queue is not None else None
-    rows, failures = corpus_rows(config, stages, queue, accounting, plan)
+    cached = cache_file(config)
+    try:
+        cache = json.loads(cached.read_text()) if use_cache else {}
+    except (OSError, ValueError):
+        cache = {}
+    rows, failures = corpus_rows(config, stages, queue, accounting, plan, cache)
+    if use_cache:
+        write_cache(cached, cache)
     corpus_parts = [r.stage for r in rows]
     training: list[dict] = []
     evaluation: dict = {}
@@ -619,13 +693,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", help="experiment YAML, e.g. configs/paper.yaml")
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts, dashboards)")
     parser.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until interrupted")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="read every finished task's stats again (by default only those finished since the last call, "
+                             "whose sums are kept under ~/.cache/xsuite-status/)")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     from rich.console import Console
 
     console = Console()
     while True:
-        status = experiment_status(config, args.config)
+        status = experiment_status(config, args.config, use_cache=not args.no_cache)
         if args.watch and console.is_terminal:
             console.clear()
         if args.json:
