@@ -40,6 +40,8 @@ FAILED_STATES = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
 SQUEUE_FORMAT = "%F|%j|%T|%V|%K|%r|%M"
 SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
 LOG_TAIL_BYTES = 64 * 1024
+LOST_OUTPUT = "completion marker without its output"
+DONE_LINE = "Processing done for rank="  # what datatrove logs when a task finished
 # the exception line that closes a traceback (loguru's or Python's), or a Slurm daemon's error
 ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Refused|Failed)\b.*|slurmstepd: error: .*)$")
 
@@ -328,7 +330,7 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
         spent = [a for a in accounting or [] if a.name in {job_name(config, s.label) for s in part}]
         unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
         for stage in part:
-            running = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
+            queued = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
             markers = {int(n) for n in listing(stage.logs / "completions") if n.isdigit() and int(n) < stage.tasks}
             done = cache[stage.label] = tally(stage, markers, cache.get(stage.label))
             sums, seconds, n = dict(done["sums"]), done["seconds"], done["n"]
@@ -360,8 +362,8 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             for rank in sorted(started - markers):  # started, not finished: running, or failed
                 log = stage.logs / "logs" / f"task_{rank:05d}.log"
                 error = last_error_line(log)
-                if error is None and (queue is None or running):
-                    continue
+                if error is None and (queue is None or queued or any(DONE_LINE in line for line in tail_lines(log))):
+                    continue  # running here or queued, or finished once and to run again (its marker removed)
                 row.failed += 1
                 failures.append(Failure(stage.label, f"{rank:05d}", str(log), error or
                                         "stopped without an error line (killed: time limit or memory?); its Slurm log "
@@ -380,15 +382,15 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
 
 
 def stage_queue(row: Row, queued: list[QueuedTask]) -> int:
-    """Adds a stage's queued tasks to its row; returns how many run now."""
-    running = sum(q.tasks for q in queued if q.state != "PENDING")
-    row.running += running
+    """Adds a stage's queued tasks to its row; returns how many are running or pending."""
     for q in queued:
         if q.state == "PENDING":
             row.pending += q.tasks
             if q.reason:
                 row.reasons[q.reason] = row.reasons.get(q.reason, 0) + q.tasks
-    return running
+        else:
+            row.running += q.tasks
+    return sum(q.tasks for q in queued)
 
 
 # ---------------------------------------------------------------- training, evaluation, report
@@ -423,7 +425,7 @@ def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, acco
             label = f"train-{arm}-{rung}-seed{seed}"
             run_dir = one.run_dir(arm, seed)
             row = Row(label, 1, planned_gpu_hours=per_run)
-            running = stage_queue(row, [q for q in queue or [] if q.name == f"{prefix}-{label}"])
+            queued = stage_queue(row, [q for q in queue or [] if q.name == f"{prefix}-{label}"])
             detail = {"run": label, "step": 0, "steps": steps, "tokens_per_s": None, "mfu": None, "loss": None,
                       "checkpoint": None}
             if run_dir.is_dir():
@@ -452,7 +454,7 @@ def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, acco
             if spent:
                 row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
                 row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
-            if not row.done and not running and not row.pending and \
+            if not row.done and not queued and \
                     (failure := job_failure(label, spent, lambda job, d=run_dir: d / f"slurm-{job}.out")):
                 row.failed = 1
                 failures.append(failure)
@@ -488,14 +490,14 @@ def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, acc
     if plan is not None:
         row.planned_gpu_hours = sum(s["gpu_hours"] for s in plan["costs"]["stages"] if s["stage"] == "evaluation")
     name = f"{config.executor.job_name_prefix}-evaluate"
-    running = stage_queue(row, [q for q in queue or [] if q.name == name])
+    queued = stage_queue(row, [q for q in queue or [] if q.name == name])
     spent = [a for a in accounting or [] if a.name == name]
     row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
     row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
     failures = []
     listed = config.output_root / "eval" / "slurm" / "checkpoints.txt"
     checkpoints = listed.read_text().split() if listed.is_file() else []
-    for a in spent if not running else []:
+    for a in spent if not queued else []:
         job, _, index = a.job.partition("_")
         if a.state in FAILED_STATES and index.isdigit() and int(index) < len(checkpoints):
             checkpoint = Path(checkpoints[int(index)])
@@ -539,7 +541,11 @@ def next_command(config: ExperimentConfig, config_path: str, status: dict, queue
         return "nothing: wait ({} running, {} pending)".format(sum(r["running"] for r in status["rows"]),
                                                                sum(r["pending"] for r in status["rows"]))
     if any(r["done"] < r["tasks"] for r in corpus):
-        fix = "fix what failed (the error lines above), then: " if status["failures"] else ""
+        lost = [f["log"] for f in status["failures"] if f["error"].startswith(LOST_OUTPUT)]
+        fix = "fix what failed (the error lines above), then: " if len(lost) < len(status["failures"]) else ""
+        if lost:  # a marker that outlived its output would keep its task from running again
+            more = f" (and {len(lost) - 10:,} more: the failures' `log` in --json)" if len(lost) > 10 else ""
+            fix += f"remove the completion markers whose outputs are gone: rm {' '.join(lost[:10])}{more}; then: "
         return f"{fix}{launcher} slurm/extract.sh {config_path}  (only the tasks without a completion marker run)"
     if config.pretrain is None:
         return "nothing: every stage is done"

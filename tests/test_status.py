@@ -136,6 +136,8 @@ def test_a_marker_whose_output_was_removed_counts_as_failed_not_done(experiment)
     assert (rows(status)["extract-a"]["done"], rows(status)["extract-a"]["failed"]) == (1, 1)
     assert rows(status)["extract-a"]["produced"]["documents_out"] == 5
     assert status["failures"][0]["task"] == "00000" and "without its output" in status["failures"][0]["error"]
+    assert status["next"] == (f"remove the completion markers whose outputs are gone: rm {a.logs / 'completions' / '00000'}; "
+                              f"then: bash slurm/extract.sh {path}  (only the tasks without a completion marker run)")
     (a.logs / "completions" / "00001").unlink()  # a task the flow will run again: the cache forgets it
     assert rows(experiment_status(config, path))["extract-a"]["done"] == 0
 
