@@ -625,7 +625,10 @@ COLUMNS = ("stage", "done/total", "failed", "running", "pending", "produced", "C
 
 
 def hours(spent: float, plan: float | None) -> str:
-    return f"{spent:,.1f}" + ("" if plan is None else f" ({plan:,.1f})")
+    def text(h: float) -> str:
+        return f"{h:,.1f}" if h >= 0.1 or h == 0 else "<0.001" if h < 0.001 else f"{h:.3f}"
+
+    return text(spent) + ("" if plan is None else f" ({text(plan)})")
 
 
 def duration(seconds: float | None) -> str:
