@@ -542,7 +542,7 @@ def next_command(config: ExperimentConfig, config_path: str, status: dict, queue
                                                                sum(r["pending"] for r in status["rows"]))
     if any(r["done"] < r["tasks"] for r in corpus):
         lost = [f["log"] for f in status["failures"] if f["error"].startswith(LOST_OUTPUT)]
-        fix = "fix what failed (the error lines above), then: " if len(lost) < len(status["failures"]) else ""
+        fix = "fix what failed (the error lines above), then: " if len(lost) < status["corpus_failures"] else ""
         if lost:  # a marker that outlived its output would keep its task from running again
             more = f" (and {len(lost) - 10:,} more: the failures' `log` in --json)" if len(lost) > 10 else ""
             fix += f"remove the completion markers whose outputs are gone: rm {' '.join(lost[:10])}{more}; then: "
@@ -599,7 +599,7 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
     rows, failures = corpus_rows(config, stages, queue, accounting, plan, cache)
     if use_cache:
         write_cache(cached, cache)
-    corpus_parts = [r.stage for r in rows]
+    corpus_parts, corpus_failures = [r.stage for r in rows], len(failures)
     training: list[dict] = []
     evaluation: dict = {}
     if config.pretrain is not None:
@@ -613,7 +613,8 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
     status = {"experiment": config.name, "config": config_path, "output_root": str(config.output_root),
               "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "slurm": queue is not None, "accounting": accounting is not None,
               "plan": str(plan_file) if plan else None, "rows": [asdict(r) for r in rows], "corpus_parts": corpus_parts,
-              "failures": [asdict(f) for f in failures], "training": training, "evaluation": evaluation}
+              "failures": [asdict(f) for f in failures], "corpus_failures": corpus_failures, "training": training,
+              "evaluation": evaluation}
     status["next"] = next_command(config, config_path, status, queue)
     return status
 

@@ -240,3 +240,27 @@ def test_the_error_line_is_the_exception_not_the_traceback(tmp_path):
 
 def test_a_pending_array_counts_every_task_of_its_range():
     assert [array_size(k) for k in ("0-99%10", "3,5-9", "7", "N/A")] == [100, 6, 1, 1]
+
+
+def test_under_slurm_a_task_that_finished_once_is_not_failed_and_a_failed_training_job_is_named(experiment, fake_queue):
+    path, config = experiment
+    _, sacct = fake_queue
+    finish_corpus(config)
+    a = flow_stages(config)[0]
+    (a.logs / "completions" / "00001").unlink()  # to run again: its log says it finished once
+    (a.logs / "logs").mkdir(exist_ok=True)
+    (a.logs / "logs" / "task_00001.log").write_text("... | SUCCESS | Processing done for rank=1\n")
+    rung = config.rungs()[0]
+    one = config.for_rung(rung)
+    train(one, "a", 1, 12)
+    (one.run_dir("a", 1) / "slurm-5001.out").write_text(
+        "step 12\nTraceback (most recent call last):\n  File \"train.py\"\ntorch.OutOfMemoryError: CUDA out of memory.\n")
+    sacct.write_text(f"5000|t-train-a-{rung}-seed1|COMPLETED|100|16|cpu=16,gres/gpu=8\n"
+                     f"5001|t-train-a-{rung}-seed1|FAILED|200|16|cpu=16,gres/gpu=8\n")
+    status = experiment_status(config, path)
+    assert (rows(status)["extract-a"]["done"], rows(status)["extract-a"]["failed"]) == (1, 0)
+    assert status["failures"] == [{"stage": f"train-a-{rung}-seed1", "task": "5001",
+                                   "log": str(one.run_dir("a", 1) / "slurm-5001.out"),
+                                   "error": "torch.OutOfMemoryError: CUDA out of memory."}]
+    assert rows(status)[f"train-a-{rung}-seed1"]["gpu_hours"] == pytest.approx(300 * 8 / 3600)
+    assert status["next"].startswith("sbatch slurm/extract.sh")
