@@ -264,3 +264,16 @@ def test_under_slurm_a_task_that_finished_once_is_not_failed_and_a_failed_traini
                                    "error": "torch.OutOfMemoryError: CUDA out of memory."}]
     assert rows(status)[f"train-a-{rung}-seed1"]["gpu_hours"] == pytest.approx(300 * 8 / 3600)
     assert status["next"].startswith("sbatch slurm/extract.sh")
+
+
+def test_a_finished_corpus_without_its_datasets_gets_the_training_s_own_refusal(experiment):
+    from pretrain.train import missing_inputs, missing_inputs_refusal, selected_runs
+
+    path, config = experiment
+    for stage in flow_stages(config):
+        for rank in range(stage.tasks):
+            finish(stage, rank)
+    status = experiment_status(config, path)
+    assert all(r["done"] == r["tasks"] for r in status["rows"] if r["stage"] in status["corpus_parts"])
+    missing = missing_inputs(config, selected_runs(config, path, None, None))
+    assert len(missing) == 5 and status["next"] == missing_inputs_refusal(path, missing)
