@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ FAILED_STATES = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL",
 SQUEUE_FORMAT = "%F|%j|%T|%V|%K|%r|%M"
 SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
 LOG_TAIL_BYTES = 64 * 1024
+STATS_BLOCK = 1024  # stats files read (and held) at once
 LOST_OUTPUT = "completion marker without its output"
 DONE_LINE = "Processing done for rank="  # what datatrove logs when a task finished
 # the exception line that closes a traceback (loguru's or Python's), or a Slurm daemon's error
@@ -172,9 +173,10 @@ def last_error_line(log: Path) -> str | None:
     return next((line.strip() for line in reversed(lines) if ERROR_LINE.match(line)), None)
 
 
-def task_stats(stats_folder: Path, ranks: list[int]) -> dict[int, list[dict]]:
-    """datatrove's per-task stats of `ranks` (read in threads: on a cluster file system each is a
-    round trip)."""
+def task_stats(stats_folder: Path, ranks: list[int]) -> Iterator[tuple[int, list[dict]]]:
+    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, a block at a time (held
+    in memory a block at a time), each block read in threads: on a cluster file system each file is a
+    round trip."""
     def read(rank: int) -> list[dict] | None:
         try:
             return json.loads((stats_folder / f"{rank:05d}.json").read_bytes())
@@ -182,7 +184,9 @@ def task_stats(stats_folder: Path, ranks: list[int]) -> dict[int, list[dict]]:
             return None
 
     with ThreadPoolExecutor(16) as pool:
-        return {rank: steps for rank, steps in zip(ranks, pool.map(read, ranks), strict=True) if steps is not None}
+        for start in range(0, len(ranks), STATS_BLOCK):
+            block = ranks[start:start + STATS_BLOCK]
+            yield from ((rank, steps) for rank, steps in zip(block, pool.map(read, block), strict=True) if steps is not None)
 
 
 def total(value) -> int:
@@ -292,7 +296,7 @@ def tally(stage, markers: set[int], cached: dict | None) -> dict:
     else:
         summed, sums, seconds, wrote = set(), dict.fromkeys(FIGURES, 0), 0.0, set()
     new = sorted(markers - summed)
-    for rank, steps in task_stats(stage.logs / "stats", new).items():
+    for rank, steps in task_stats(stage.logs / "stats", new):
         made = figures(steps)
         for k in FIGURES:
             sums[k] += made.get(k, 0)
@@ -337,7 +341,7 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             outputs = {folder: listing(folder) for folder in shard_writers(stage)}
             lost = sorted(rank for rank in from_ranges(done["wrote"]) if outputs and
                           any(f"{rank:05d}.jsonl.gz" not in names for names in outputs.values()))
-            for rank, steps in task_stats(stage.logs / "stats", lost).items():  # failed, not done: not counted
+            for rank, steps in task_stats(stage.logs / "stats", lost):  # failed, not done: not counted
                 made = figures(steps)
                 sums = {k: sums[k] - made.get(k, 0) for k in FIGURES}
                 seconds, n = seconds - task_seconds(steps), n - 1
