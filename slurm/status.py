@@ -312,7 +312,7 @@ def cache_file(config: ExperimentConfig) -> Path:
     """Where the tallies of the last call are kept for the next (outside the output root: the
     command writes nothing there)."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "xsuite-status" / f"{hashlib.sha1(str(config.output_root.resolve()).encode()).hexdigest()[:16]}.json"
+    return root / "xsuite-status" / f"{hashlib.sha256(str(config.output_root.resolve()).encode()).hexdigest()[:16]}.json"
 
 
 def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] | None,
