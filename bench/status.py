@@ -2,15 +2,16 @@
 
     python -m bench.status [--scale 1.0] [--out bench/results/status.json]
 
-Builds, in a temporary folder, what `configs/paper.yaml`'s corpus flow leaves when every task has
-finished (557,664 completion markers at scale 1), each task with its datatrove stats file (the step
+Builds, in a temporary folder, what `configs/paper.yaml`'s corpus flow leaves when all but its last
+task have finished (557,663 of 557,664 completion markers at scale 1), each task with its datatrove stats file (the step
 names, counters and time fields datatrove writes, 0.5 to 7 KB each) and its output shard; one shard
 is then removed (a marker that outlived its output: a failure to report), one task log ends on a
 traceback with its marker gone, `logs/slurm/jobs.jsonl` records the arrays, and the fake `squeue`
 and `sacct` of the test suite (tests/conftest.py) answer for them: every array task in sacct, the
 last stage's tasks pending. The command then runs three times, each in a fresh process: without
 its cache (every stats file read), with the cache the first run left (a refresh), and after one
-more task finished (a refresh that reads one stats file). Prints a table; writes JSON to `--out`.
+more task finished (the last: 557,664 markers; a refresh that reads one stats file). Prints a table;
+writes JSON to `--out`.
 `--scale` shrinks every stage's tasks (at least one each) for a quick try.
 """
 
@@ -58,24 +59,24 @@ def step(name: str, counters: dict[str, int], seconds: float) -> dict:
     return {"name": name, "time_stats": spread(seconds, 1000, ""), "stats": stats}
 
 
-def stats_of(stage) -> str:
+def stats_of(name: str) -> str:
     """A finished task's stats file for the stage: the extraction's six steps, the filters' nine,
     two or three for the others."""
     docs = 1200
-    if stage.name == "extract":
+    if name == "extract":
         steps = [step("📖 - READER: 🕷 Warc (every record)", {"input_files": 1, "response_records": docs, "documents": docs}, 9.0),
                  *(step(f"🔻 - FILTER: {f}", {"total": docs, "forwarded": docs - 10, "dropped": 10, "dropped_x": 10}, 2.0)
                    for f in ("🛡 Record guard", "😈 Url-filter", "🌍 Language pre-filter (whole page)")),
                  step("🛢 - EXTRAC: ⛏ Trafilatura", {"total": docs - 30, "extracted": docs - 30, "forwarded": docs - 30}, 60.0),
                  step("💽 - WRITER: 🐿 Jsonl", {"XXXXX.jsonl.gz": docs - 30, "total": docs - 30}, 1.0)]
-    elif stage.name == "filter":
+    elif name == "filter":
         steps = [step("📖 - READER: 🐿 Jsonl", {"documents": docs}, 1.0),
                  *(step(f"🔻 - FILTER: {f}", {"total": docs, "forwarded": docs - 50, "dropped": 50, "dropped_reason": 50}, 3.0)
                    for f in ("exact", "language", "gopher quality", "gopher repetition", "url", "keywords", "fineweb")),
                  step("💽 - WRITER: 🐿 Jsonl", {"XXXXX.jsonl.gz": docs - 350, "total": docs - 350}, 1.0)]
     else:
         steps = [step("📖 - READER: 🐿 Jsonl", {"documents": docs}, 1.0),
-                 step(f"🔢 - {stage.name.upper()}", {"total": docs, "forwarded": docs, "tokens": docs * 900}, 5.0),
+                 step(f"🔢 - {name.upper()}", {"total": docs, "forwarded": docs, "tokens": docs * 900}, 5.0),
                  step("💽 - WRITER: 🐿 Jsonl", {"XXXXX.jsonl.gz": docs, "total": docs}, 1.0)]
     return json.dumps(steps, indent=4)
 
@@ -92,7 +93,7 @@ def build(root: Path, scale: float) -> dict:
     counts = {stage.label: max(1, round(stage.tasks * scale)) for stage in stages}
     sacct, squeue, markers = [], [], 0
     for i, stage in enumerate(stages):
-        text = stats_of(stage)
+        text = stats_of(stage.name)
         shards = shard_writers(stage)
         for folder in ("completions", "stats", "logs"):
             (stage.logs / folder).mkdir(parents=True, exist_ok=True)
@@ -125,9 +126,11 @@ def build(root: Path, scale: float) -> dict:
         (bin_dir / name).chmod(0o755)
     (root / "squeue.txt").write_text("".join(squeue))
     (root / "sacct.txt").write_text("\n".join(sacct) + "\n")
-    stats_bytes = sum(len(stats_of(s)) * (counts[s.label] - (s is stages[-1])) for s in stages)
+    stats_bytes = sum(len(stats_of(s.name)) * (counts[s.label] - (s is stages[-1])) for s in stages)
+    rank = counts[stages[-1].label] - 1
     return {"markers": markers, "stats_files": markers, "stats_bytes": stats_bytes, "sacct_rows": len(sacct),
-            "next_task": (stages[-1], counts[stages[-1].label] - 1)}
+            "next_task": {"stage": stages[-1].name, "marker": str(stages[-1].logs / "completions" / f"{rank:05d}"),
+                          "stats": str(stages[-1].logs / "stats" / f"{rank:05d}.json")}}
 
 
 def measure(root: Path, cache: bool, env: dict) -> dict:
@@ -148,28 +151,39 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="share of every stage's tasks (default: the paper's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/status.json"))
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="build in DIR and keep it (at scale 1: about 3 GB, 1.7 million files); a DIR built before "
+                             "(its built.json) is measured again as it is")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="status-bench-") as tmp:
-        root = Path(tmp)
-        began = time.perf_counter()
-        built = build(root, args.scale)
-        build_s = time.perf_counter() - began
+        root = args.keep or Path(tmp)
+        if (root / "built.json").is_file():
+            built = json.loads((root / "built.json").read_text())
+        else:
+            began = time.perf_counter()
+            built = build(root, args.scale) | {"scale": args.scale}
+            built["build_s"] = time.perf_counter() - began
+            (root / "built.json").write_text(json.dumps(built))
+        shutil.rmtree(root / "cache", ignore_errors=True)
         env = os.environ | {"PATH": f"{root / 'bin'}:{os.environ['PATH']}", "FAKE_SQUEUE_ROWS": str(root / "squeue.txt"),
                             "FAKE_SACCT_ROWS": str(root / "sacct.txt"), "XDG_CACHE_HOME": str(root / "cache"),
                             "PYTHONPATH": str(REPO)}
         runs = {"no cache (every stats file read)": measure(root, False, env)}
         runs["cache of the last call"] = measure(root, True, env)
-        stage, rank = built.pop("next_task")  # one more task finishes: the next refresh reads its stats alone
-        (stage.logs / "completions" / f"{rank:05d}").write_bytes(b"")
-        (stage.logs / "stats" / f"{rank:05d}.json").write_text(stats_of(stage))
+        task = built.pop("next_task")  # one more task finishes: the next refresh reads its stats alone
+        Path(task["marker"]).write_bytes(b"")
+        Path(task["stats"]).write_text(stats_of(task["stage"]))
         runs["cache, one task finished since"] = measure(root, True, env)
-        shutil.rmtree(root / "out")
+        Path(task["marker"]).unlink()  # the state as built, for a kept DIR's next measurement
+        Path(task["stats"]).unlink()
+        if args.keep is None:
+            shutil.rmtree(root / "out")
     load = os.getloadavg()
-    result = {"scale": args.scale, **built, "build_s": build_s, "runs": runs, "cpus": os.cpu_count(),
+    result = {**built, "runs": runs, "cpus": os.cpu_count(),
               "load_average_1_5_15": load, "machine": platform.platform(), "python": platform.python_version()}
-    print(f"fake output root of configs/paper.yaml at scale {args.scale}: {built['markers']:,} completion markers, "
+    print(f"fake output root of configs/paper.yaml at scale {built['scale']}: {built['markers']:,} completion markers, "
           f"{built['stats_files']:,} stats files ({built['stats_bytes'] / 1e9:.2f} GB), {built['sacct_rows']:,} sacct rows; "
-          f"built in {build_s:.0f} s")
+          f"built in {built['build_s']:.0f} s" if built["build_s"] is not None else "built before")
     print(f"{'run':36} {'wall s':>8} {'status s':>9} {'import+config s':>16} {'CPU s':>7} {'peak MB':>8}  failures  done")
     for name, r in runs.items():
         print(f"{name:36} {r['wall_s']:8.1f} {r['status_s']:9.1f} {r['import_and_config_s']:16.1f} {r['cpu_s']:7.1f} "

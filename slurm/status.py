@@ -88,11 +88,19 @@ class QueuedTask:
 class Accounted:
     """A row of sacct: one job or array task."""
     job: str  # <job>_<index> for an array task
-    name: str
     state: str
     seconds: int
-    cpus: int
-    gpus: int
+
+
+@dataclass
+class Spent:
+    """What sacct says of the jobs of one name: CPU- and GPU-seconds over every allocation, the
+    newest allocation, and those that ended failed (a paper run's arrays are 557,664 rows: only
+    these are kept)."""
+    cpu_s: float = 0.0
+    gpu_s: float = 0.0
+    newest: Accounted | None = None
+    failed: list[Accounted] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- Slurm: one squeue, one sacct
@@ -131,8 +139,8 @@ def gpus_of(tres: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def sacct_rows(names: Iterable[str], since: str) -> list[Accounted] | None:
-    """Every allocation of the jobs named `names` since `since`; None where sacct does not run."""
+def sacct_spent(names: Iterable[str], since: str) -> dict[str, Spent] | None:
+    """The allocations of the jobs named `names` since `since`, by name; None where sacct does not run."""
     names = sorted(set(names))
     if shutil.which("sacct") is None or not names:
         return None
@@ -142,13 +150,23 @@ def sacct_rows(names: Iterable[str], since: str) -> list[Accounted] | None:
                              capture_output=True, text=True, check=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    rows = []
+    spent: dict[str, Spent] = {}
     for line in out.splitlines():
         parts = line.strip().split("|")
-        if len(parts) >= 6 and parts[3].isdigit():
-            rows.append(Accounted(parts[0], parts[1], parts[2].split()[0], int(parts[3]), int(parts[4] or 0),
-                                  gpus_of(parts[5])))
-    return rows
+        if len(parts) < 6 or not parts[3].isdigit():
+            continue
+        row, one = Accounted(parts[0], parts[2].split()[0], int(parts[3])), spent.setdefault(parts[1], Spent())
+        one.cpu_s += row.seconds * int(parts[4] or 0)
+        one.gpu_s += row.seconds * gpus_of(parts[5])
+        if one.newest is None or job_number(row) >= job_number(one.newest):
+            one.newest = row
+        if row.state in FAILED_STATES:
+            one.failed.append(row)
+    return spent
+
+
+def job_number(row: Accounted) -> int:
+    return int(re.match(r"\d+", row.job).group())
 
 
 # ---------------------------------------------------------------- logs
@@ -316,7 +334,7 @@ def cache_file(config: ExperimentConfig) -> Path:
 
 
 def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] | None,
-                accounting: list[Accounted] | None, plan: dict | None, cache: dict) -> tuple[list[Row], list[Failure]]:
+                accounting: dict[str, Spent] | None, plan: dict | None, cache: dict) -> tuple[list[Row], list[Failure]]:
     """A row per part of the flow (an arm's extraction, its post-processing, ...), its stages' tasks
     added up; the failed tasks named. `cache`: the tallies of the last call, by stage, updated."""
     from corpus.flow.submit import job_name
@@ -331,7 +349,7 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
         if part[0].arm:
             row.planned_cpu_hours, row.planned_gpu_hours = planned(plan, PLAN_STAGE.get(part[0].part or part[0].name, ""),
                                                                    part[0].arm)
-        spent = [a for a in accounting or [] if a.name in {job_name(config, s.label) for s in part}]
+        spent = [one for s in part if (one := (accounting or {}).get(job_name(config, s.label)))]
         unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
         for stage in part:
             queued = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
@@ -378,8 +396,7 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             elif left:
                 unmeasured = True
         if spent:  # Slurm's own figure: failed and running tasks included
-            row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
-            row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
+            row.cpu_hours, row.gpu_hours = sum(one.cpu_s for one in spent) / 3600, sum(one.gpu_s for one in spent) / 3600
         if unmeasured:
             row.eta_s = None
     return list(rows.values()), failures
@@ -407,16 +424,16 @@ def last_log_records(log: Path, n: int = 20) -> list[dict]:
     return [r for r in map(log_record, tail_lines(log)) if r][-n:]
 
 
-def job_failure(stage: str, accounted: list[Accounted], log_of) -> Failure | None:
+def job_failure(stage: str, spent: Spent | None, log_of) -> Failure | None:
     """The newest allocation of a job when it ended failed, with the last error line of its log."""
-    newest = max(accounted, key=lambda a: int(re.match(r"\d+", a.job).group()), default=None)
+    newest = spent.newest if spent else None
     if newest is None or newest.state not in FAILED_STATES:
         return None
     log = log_of(newest.job)
     return Failure(stage, newest.job, str(log), last_error_line(log) or f"{newest.state} (no error line in the log)")
 
 
-def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: list[Accounted] | None,
+def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: dict[str, Spent] | None,
                   plan: dict | None) -> tuple[list[Row], list[dict], list[Failure]]:
     """A row per (rung, arm, seed) run, its training detail, and the runs whose last job failed."""
     rows, details, failures = [], [], []
@@ -454,10 +471,9 @@ def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, acco
                     detail["checkpoint"] = str(latest)
                     row.produced["checkpoint_step"] = int(latest.name.removeprefix("step_"))
                     row.done = int(row.produced["checkpoint_step"] >= steps)
-            spent = [a for a in accounting or [] if a.name == f"{prefix}-{label}"]
+            spent = (accounting or {}).get(f"{prefix}-{label}")
             if spent:
-                row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
-                row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
+                row.cpu_hours, row.gpu_hours = spent.cpu_s / 3600, spent.gpu_s / 3600
             if not row.done and not queued and \
                     (failure := job_failure(label, spent, lambda job, d=run_dir: d / f"slurm-{job}.out")):
                 row.failed = 1
@@ -469,7 +485,7 @@ def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, acco
     return rows, details, failures
 
 
-def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: list[Accounted] | None,
+def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: dict[str, Spent] | None,
                    plan: dict | None) -> tuple[Row, dict, list[Failure]]:
     """One row for every rung's evaluation (one Slurm array evaluates every pending checkpoint):
     checkpoints scored of those the runs will export, and tasks scored, per rung."""
@@ -495,15 +511,15 @@ def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, acc
         row.planned_gpu_hours = sum(s["gpu_hours"] for s in plan["costs"]["stages"] if s["stage"] == "evaluation")
     name = f"{config.executor.job_name_prefix}-evaluate"
     queued = stage_queue(row, [q for q in queue or [] if q.name == name])
-    spent = [a for a in accounting or [] if a.name == name]
-    row.gpu_hours = sum(a.seconds * a.gpus for a in spent) / 3600
-    row.cpu_hours = sum(a.seconds * a.cpus for a in spent) / 3600
+    spent = (accounting or {}).get(name) or Spent()
+    row.cpu_hours, row.gpu_hours = spent.cpu_s / 3600, spent.gpu_s / 3600
     failures = []
     listed = config.output_root / "eval" / "slurm" / "checkpoints.txt"
     checkpoints = listed.read_text().split() if listed.is_file() else []
-    for a in spent if not queued else []:
-        job, _, index = a.job.partition("_")
-        if a.state in FAILED_STATES and index.isdigit() and int(index) < len(checkpoints):
+    # the newest submission's: checkpoints.txt lists its checkpoints, array task i the line i
+    for a in [a for a in spent.failed if job_number(a) == job_number(spent.newest)] if not queued else []:
+        _, _, index = a.job.partition("_")
+        if index.isdigit() and int(index) < len(checkpoints):
             checkpoint = Path(checkpoints[int(index)])
             if not (result_dir(config, checkpoint_info(checkpoint)) / "results.json").is_file():
                 log = config.output_root / "eval" / "slurm" / f"evaluate-{a.job}.out"
@@ -594,7 +610,7 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
     names = [job_name(config, s.label) for s in stages] + [job_name(config, "evaluate")]
     names += [job_name(config, f"train-{arm}-{rung}-seed{seed}") for rung in (config.rungs() if config.pretrain else [])
               for arm, seed in config.for_rung(rung).runs()]
-    accounting = sacct_rows(names, since(config)) if queue is not None else None
+    accounting = sacct_spent(names, since(config)) if queue is not None else None
     cached = cache_file(config)
     try:
         cache = json.loads(cached.read_text()) if use_cache else {}
