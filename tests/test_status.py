@@ -277,3 +277,18 @@ def test_a_finished_corpus_without_its_datasets_gets_the_training_s_own_refusal(
     assert all(r["done"] == r["tasks"] for r in status["rows"] if r["stage"] in status["corpus_parts"])
     missing = missing_inputs(config, selected_runs(config, path, None, None))
     assert len(missing) == 5 and status["next"] == missing_inputs_refusal(path, missing)
+
+
+def test_the_plan_s_hours_stand_beside_each_part_s(experiment):
+    path, config = experiment
+    rung = config.rungs()[0]
+    config.plan_dir().mkdir(parents=True)
+    (config.plan_dir() / "plan.json").write_text(json.dumps({"costs": {"stages": [
+        {"stage": "extraction", "arm": "a", "cpu_hours": 2.0, "gpu_hours": 0.5},
+        {"stage": "post-processing", "arm": "b", "cpu_hours": 4.0, "gpu_hours": 0.0},
+        {"stage": "evaluation", "arm": f"{rung}: 8 checkpoints", "cpu_hours": 0.0, "gpu_hours": 3.0}],
+        "rungs": {rung: {"gpu_hours_per_run": 1.5}}}}))
+    table = rows(experiment_status(config, path))
+    assert (table["extract-a"]["planned_cpu_hours"], table["extract-a"]["planned_gpu_hours"]) == (2.0, 0.5)
+    assert table["postprocess-b"]["planned_cpu_hours"] == 4.0 and table["extract-b"]["planned_cpu_hours"] is None
+    assert table[f"train-a-{rung}-seed1"]["planned_gpu_hours"] == 1.5 and table["evaluate"]["planned_gpu_hours"] == 3.0
