@@ -8,9 +8,9 @@ names, counters and time fields datatrove writes, 0.5 to 7 KB each) and its outp
 is then removed (a marker that outlived its output: a failure to report), one task log ends on a
 traceback with its marker gone, `logs/slurm/jobs.jsonl` records the arrays, and the fake `squeue`
 and `sacct` of the test suite (tests/conftest.py) answer for them: every array task in sacct, the
-last stage's tasks pending. The command then runs three times, each in a fresh process: without
-its cache (every stats file read), with the cache the first run left (a refresh), and after one
-more task finished (the last: 557,664 markers; a refresh that reads one stats file). Prints a table;
+last stage's tasks pending. The command then runs three times, each in a fresh process: a first
+call (an empty cache: every stats file read), a refresh (the cache the first left, nothing new),
+and a refresh after one more task finished (the last: 557,664 markers; one stats file read). Prints a table;
 writes JSON to `--out`.
 `--scale` shrinks every stage's tasks (at least one each) for a quick try.
 """
@@ -39,7 +39,7 @@ from configs.experiment import load_experiment_or_exit
 from slurm.status import experiment_status
 config = load_experiment_or_exit("configs/paper.yaml").model_copy(update={"output_root": __import__("pathlib").Path(sys.argv[1])})
 t1 = time.perf_counter()
-status = experiment_status(config, "configs/paper.yaml", use_cache=sys.argv[2] == "cache")
+status = experiment_status(config, "configs/paper.yaml")
 t2 = time.perf_counter()
 print(json.dumps({"import_and_config_s": t1 - t0, "status_s": t2 - t1, "failures": len(status["failures"]),
                   "done": sum(r["done"] for r in status["rows"]), "next": status["next"]}))
@@ -133,10 +133,10 @@ def build(root: Path, scale: float) -> dict:
                           "stats": str(stages[-1].logs / "stats" / f"{rank:05d}.json")}}
 
 
-def measure(root: Path, cache: bool, env: dict) -> dict:
+def measure(root: Path, env: dict) -> dict:
     """One run of the command's work in a fresh process: its times, and its peak resident memory."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RUN, str(root / "out"), "cache" if cache else "none"], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-c", RUN, str(root / "out")], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -168,12 +168,12 @@ def main() -> None:
         env = os.environ | {"PATH": f"{root / 'bin'}:{os.environ['PATH']}", "FAKE_SQUEUE_ROWS": str(root / "squeue.txt"),
                             "FAKE_SACCT_ROWS": str(root / "sacct.txt"), "XDG_CACHE_HOME": str(root / "cache"),
                             "PYTHONPATH": str(REPO)}
-        runs = {"no cache (every stats file read)": measure(root, False, env)}
-        runs["cache of the last call"] = measure(root, True, env)
+        runs = {"first call (every stats file read)": measure(root, env)}
+        runs["refresh, nothing new"] = measure(root, env)
         task = built.pop("next_task")  # one more task finishes: the next refresh reads its stats alone
         Path(task["marker"]).write_bytes(b"")
         Path(task["stats"]).write_text(stats_of(task["stage"]))
-        runs["cache, one task finished since"] = measure(root, True, env)
+        runs["refresh, one more task finished"] = measure(root, env)
         Path(task["marker"]).unlink()  # the state as built, for a kept DIR's next measurement
         Path(task["stats"]).unlink()
         if args.keep is None:
