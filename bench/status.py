@@ -7,8 +7,8 @@ task have finished (557,663 of 557,664 completion markers at scale 1), each task
 names, counters and time fields datatrove writes, 0.5 to 7 KB each) and its output shard; one shard
 is then removed (a marker that outlived its output: a failure to report), one task log ends on a
 traceback with its marker gone, `logs/slurm/jobs.jsonl` records the arrays, and the fake `squeue`
-and `sacct` of the test suite (tests/conftest.py) answer for them: every array task in sacct, the
-last stage's tasks pending. The command then runs three times, each in a fresh process: a first
+and `sacct` of the test suite (tests/conftest.py) answer for them: nothing queued any more, every
+array task in sacct (557,664 rows), the last one FAILED. The command then runs three times, each in a fresh process: a first
 call (an empty cache: every stats file read), a refresh (the cache the first left, nothing new),
 and a refresh after one more task finished (the last: 557,664 markers; one stats file read). Prints a table;
 writes JSON to `--out`.
@@ -91,7 +91,7 @@ def build(root: Path, scale: float) -> dict:
     config = load_experiment_or_exit("configs/paper.yaml").model_copy(update={"output_root": root / "out"})
     stages = flow_stages(config)
     counts = {stage.label: max(1, round(stage.tasks * scale)) for stage in stages}
-    sacct, squeue, markers = [], [], 0
+    sacct, markers = [], 0
     for i, stage in enumerate(stages):
         text = stats_of(stage.name)
         shards = shard_writers(stage)
@@ -124,7 +124,7 @@ def build(root: Path, scale: float) -> dict:
     for name, text in (("squeue", FAKE_SQUEUE), ("sacct", FAKE_SACCT)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
-    (root / "squeue.txt").write_text("".join(squeue))
+    (root / "squeue.txt").write_text("")
     (root / "sacct.txt").write_text("\n".join(sacct) + "\n")
     stats_bytes = sum(len(stats_of(s.name)) * (counts[s.label] - (s is stages[-1])) for s in stages)
     rank = counts[stages[-1].label] - 1
