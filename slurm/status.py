@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
@@ -38,6 +39,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 # sacct states of a task that ended without finishing its work
 FAILED_STATES = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
 SQUEUE_FORMAT = "%F|%j|%T|%V|%K|%r|%M"
+JOB_NUMBER = re.compile(r"\d+")
 SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
 LOG_TAIL_BYTES = 64 * 1024
 STATS_BLOCK = 1024  # stats files read (and held) at once
@@ -100,6 +102,7 @@ class Spent:
     cpu_s: float = 0.0
     gpu_s: float = 0.0
     newest: Accounted | None = None
+    newest_number: int = -1  # the newest allocation's job number
     failed: list[Accounted] = field(default_factory=list)
 
 
@@ -134,6 +137,7 @@ def squeue_tasks(prefix: str) -> list[QueuedTask] | None:
     return rows
 
 
+@cache  # a run's allocations share a few TRES strings
 def gpus_of(tres: str) -> int:
     found = re.search(r"gres/gpu(?::[^=,]+)?=(\d+)", tres)
     return int(found.group(1)) if found else 0
@@ -151,22 +155,23 @@ def sacct_spent(names: Iterable[str], since: str) -> dict[str, Spent] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     spent: dict[str, Spent] = {}
-    for line in out.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) < 6 or not parts[3].isdigit():
+    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop
+        job, name, state, seconds, cpus, tres = (line.strip().split("|") + [""] * 6)[:6]
+        if not seconds.isdigit():
             continue
-        row, one = Accounted(parts[0], parts[2].split()[0], int(parts[3])), spent.setdefault(parts[1], Spent())
-        one.cpu_s += row.seconds * int(parts[4] or 0)
-        one.gpu_s += row.seconds * gpus_of(parts[5])
-        if one.newest is None or job_number(row) >= job_number(one.newest):
-            one.newest = row
-        if row.state in FAILED_STATES:
-            one.failed.append(row)
+        one, seconds, state = spent.get(name) or spent.setdefault(name, Spent()), int(seconds), state.split(" ", 1)[0]
+        one.cpu_s += seconds * int(cpus or 0)
+        one.gpu_s += seconds * gpus_of(tres)
+        if (number := job_number(job)) >= one.newest_number:
+            one.newest, one.newest_number = Accounted(job, state, seconds), number
+        if state in FAILED_STATES:
+            one.failed.append(Accounted(job, state, seconds))
     return spent
 
 
-def job_number(row: Accounted) -> int:
-    return int(re.match(r"\d+", row.job).group())
+def job_number(job: str) -> int:
+    """The job of a sacct JobID (`1234`, `1234_5` an array task, `1234_[6-9]` pending ones)."""
+    return int(JOB_NUMBER.match(job).group())
 
 
 # ---------------------------------------------------------------- logs
@@ -517,7 +522,7 @@ def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, acc
     listed = config.output_root / "eval" / "slurm" / "checkpoints.txt"
     checkpoints = listed.read_text().split() if listed.is_file() else []
     # the newest submission's: checkpoints.txt lists its checkpoints, array task i the line i
-    for a in [a for a in spent.failed if job_number(a) == job_number(spent.newest)] if not queued else []:
+    for a in [a for a in spent.failed if job_number(a.job) == spent.newest_number] if not queued else []:
         _, _, index = a.job.partition("_")
         if index.isdigit() and int(index) < len(checkpoints):
             checkpoint = Path(checkpoints[int(index)])
