@@ -13,7 +13,8 @@ data passes them:
 builds; `shims.py` holds every reach into a dependency's private API.
 """
 
-from corpus.shims import gzip_without_timestamps
+from corpus.shims import distributions_by_name, gzip_without_timestamps
 
 # every process that runs a corpus step imports this package first (steps are unpickled from it)
 gzip_without_timestamps()
+distributions_by_name()

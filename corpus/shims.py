@@ -11,6 +11,27 @@ from pathlib import Path
 # ---------------------------------------------------------------- datatrove 0.10.1
 
 
+def distributions_by_name() -> None:
+    """datatrove checks the pip distributions of a step as the step is built, each name by reading
+    the metadata of every installed distribution (about a second a name in this venv, twelve names
+    when the paper's flow is built: most of the time `python -m slurm.status` takes). Looked up by
+    name instead, with the same answer."""
+    import importlib.metadata
+
+    from datatrove.utils import _import_utils
+
+    @cache
+    def available(distribution_name: str) -> bool | None:
+        try:
+            importlib.metadata.distribution(distribution_name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        return True
+
+    _import_utils._is_distribution_available = available
+
+
+
 def default_jsonl_record(writer, document) -> dict:
     """JsonlWriter's own record of a document. datatrove 0.10.1 has no public way to extend the
     default record from an adapter (`_default_adapter`)."""

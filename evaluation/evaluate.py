@@ -162,6 +162,11 @@ def evaluate_checkpoint(config: ExperimentConfig, checkpoint: Path, manager, pro
     return out
 
 
+def no_checkpoint_refusal(config: ExperimentConfig, config_path: str) -> str:
+    return (f"{config_path}: no exported checkpoint under {config.output_root / 'train'}; "
+            f"train first: bash slurm/pretrain.sh {config_path}")
+
+
 def submit(config: ExperimentConfig, config_path: str, rung: str | None = None) -> str | None:
     """One Slurm array task per pending checkpoint."""
     todo = pending(config, rung)
@@ -212,8 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     if not args.checkpoint and not exported_checkpoints(config, args.rung):
-        print(f"{args.config}: no exported checkpoint under {config.output_root / 'train'}; "
-              f"train first: bash slurm/pretrain.sh {args.config}", file=sys.stderr)
+        print(no_checkpoint_refusal(config, args.config), file=sys.stderr)
         return 2
     todo = [args.checkpoint] if args.checkpoint else pending(config, args.rung)
     if not todo:

@@ -298,6 +298,11 @@ def missing_inputs(config: ExperimentConfig, runs: list[tuple[str, str, int]]) -
     return missing
 
 
+def missing_inputs_refusal(config_path: str, missing: list[str]) -> str:
+    return (f"{config_path}: nothing trained; missing:\n  " + "\n  ".join(missing)
+            + "\nrun the corpus flow first: bash slurm/extract.sh " + config_path)
+
+
 def run_summary(config: ExperimentConfig, arm: str, seed: int) -> str:
     """Steps, tokens and final loss (mean of the last 10 logged steps) of a run."""
     log = config.run_dir(arm, seed) / "log.jsonl"
@@ -327,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         raise SystemExit(f"{args.config}: {e}") from None
     if missing := missing_inputs(config, runs):
-        raise SystemExit(f"{args.config}: nothing trained; missing:\n  " + "\n  ".join(missing)
-                         + "\nrun the corpus flow first: bash slurm/extract.sh " + args.config)
+        raise SystemExit(missing_inputs_refusal(args.config, missing))
     rank = int(os.environ.get("RANK", 0))
     try:  # rank 0 drives (torchrun stops the other ranks when it exits refused)
         with driving(config.output_root, say) if rank == 0 else nullcontext():

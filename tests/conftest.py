@@ -1,6 +1,8 @@
 import hashlib
 import json
+import os
 import re
+import stat
 import threading
 import time
 import zlib
@@ -105,6 +107,58 @@ def make_config(output_root: Path, warc: Path, arms: dict, **extra) -> Experimen
     return ExperimentConfig.model_validate(
         {"name": "test", "output_root": str(output_root), "inputs": {"warc": [str(warc)]}, "arms": arms, **extra}
     )
+
+
+# ---------------------------------------------------------------- a fake squeue and sacct
+
+# rows file: `%F|%j|%T|%V`, optionally `|%K|%r|%M` (array indices, reason, elapsed); it prints the
+# fields --format asks for (an unknown one fails), of the jobs --name names (every job without)
+FAKE_SQUEUE = """#!/usr/bin/env python3
+import os, sys
+args = sys.argv[1:]
+assert "--me" in args  # only this user's jobs: another's may share a name
+fmt = next(a.split("=", 1)[1] for a in args if a.startswith("--format=")).split("|")
+names = next((a.split("=", 1)[1].split(",") for a in args if a.startswith("--name=")), None)
+for line in open(os.environ["FAKE_SQUEUE_ROWS"]).read().splitlines():
+    values = line.split("|")
+    fields = dict(zip(["%F", "%j", "%T", "%V", "%K", "%r", "%M"], values + ["N/A", "None", "0:00"][len(values) - 4:]))
+    if names is None or fields["%j"] in names:
+        print("|".join(fields[f] for f in fmt))
+"""
+
+# rows file: `JobID|JobName|State|ElapsedRaw|AllocCPUS|AllocTRES`, printed for the jobs --name names
+FAKE_SACCT = """#!/usr/bin/env python3
+import os, sys
+args = sys.argv[1:]
+assert {"--noheader", "--parsable2", "--allocations", "--format=JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"} <= set(args)
+assert any(a.startswith("--starttime=") for a in args)  # sacct's default window is today only
+names = next(a.split("=", 1)[1] for a in args if a.startswith("--name=")).split(",")
+for line in open(os.environ["FAKE_SACCT_ROWS"]).read().splitlines():
+    if line.split("|")[1] in names:
+        print(line)
+"""
+
+
+def install_fakes(bin_dir: Path, monkeypatch, **scripts: str) -> None:
+    """Executable scripts (name: text) in `bin_dir`, first on PATH."""
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in scripts.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+@pytest.fixture
+def fake_queue(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """The fake squeue and sacct on PATH; returns their rows files (squeue's, sacct's), empty."""
+    install_fakes(tmp_path / "bin", monkeypatch, squeue=FAKE_SQUEUE, sacct=FAKE_SACCT)
+    rows, accounting = tmp_path / "squeue.txt", tmp_path / "sacct.txt"
+    rows.write_text("")
+    accounting.write_text("")
+    monkeypatch.setenv("FAKE_SQUEUE_ROWS", str(rows))
+    monkeypatch.setenv("FAKE_SACCT_ROWS", str(accounting))
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    return rows, accounting
 
 
 # ---------------------------------------------------------------- an OpenAI-compatible stub server

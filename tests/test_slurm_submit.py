@@ -13,11 +13,10 @@ queued, and a fake `squeue`:
 import json
 import os
 import re
-import stat
 
 import pytest
 
-from conftest import make_config
+from conftest import FAKE_SQUEUE, install_fakes, make_config
 from corpus.flow.run import run_corpus
 from corpus.flow.stages import corpus_stages
 from corpus.flow.submit import SubmissionFailed, SubmissionRefused, next_round, recorded_jobs, rounds, throttles
@@ -60,26 +59,10 @@ if timed_out:
 print(job if "--parsable" in options else f"Submitted batch job {job}")
 """
 
-FAKE_SQUEUE = """#!/usr/bin/env python3
-import os, sys
-names = next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--name=")).split(",")
-assert next(a for a in sys.argv[1:] if a.startswith("--format=")) == "--format=%F|%j|%T|%V"
-assert "--me" in sys.argv[1:]  # only this user's jobs: another's may share a name
-for line in open(os.environ["FAKE_SQUEUE_ROWS"]).read().splitlines():
-    if line.split("|")[1] in names:
-        print(line)
-"""
-
-
 @pytest.fixture
 def fake_slurm(tmp_path, monkeypatch):
     """The fake sbatch and squeue on PATH; returns (submitted jobs, squeue's rows file: `id|name|state|submit time`)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("sbatch", FAKE_SBATCH), ("squeue", FAKE_SQUEUE)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(stat.S_IRWXU)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    install_fakes(tmp_path / "bin", monkeypatch, sbatch=FAKE_SBATCH, squeue=FAKE_SQUEUE)
     log, rows = tmp_path / "sbatch.jsonl", tmp_path / "squeue.txt"
     monkeypatch.setenv("FAKE_SBATCH_LOG", str(log))
     monkeypatch.setenv("FAKE_SQUEUE_ROWS", str(rows))

@@ -197,7 +197,6 @@ def queued_jobs(config: ExperimentConfig) -> list[tuple[str, str, str]]:
     names = sorted(set(recorded) | {name for name, _, _ in failed})
     if not names:
         return []
-    ids = set().union(set(), *recorded.values())
     try:
         # --me: a failed sbatch's window is matched by name, and another user's job may share it (Slurm >= 20.11)
         out = subprocess.run(["squeue", "--me", "--noheader", "--format=%F|%j|%T|%V", f"--name={','.join(names)}"],
@@ -206,11 +205,19 @@ def queued_jobs(config: ExperimentConfig) -> list[tuple[str, str, str]]:
         raise SubmissionRefused(f"cannot tell whether the jobs {record_file(config)} records are still queued: "
                                 f"squeue failed ({getattr(e, 'stderr', '') or e}); submit from a node where squeue runs") from e
 
+    return still_queued(config, [tuple(line.strip().split("|")) for line in out.stdout.splitlines() if line.strip()])
+
+
+def still_queued(config: ExperimentConfig, rows: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str]]:
+    """(job id, name, state) of the squeue `rows` (job id, name, state, submit time) that this output
+    root's record names, or that a failed sbatch of it may have queued, and that have not ended
+    (this job aside: the one submitting the rest)."""
+    ids, failed = set().union(set(), *recorded_jobs(config).values()), failed_sbatches(config)
+
     def ours(job: str, name: str, submitted: str) -> bool:
         return job in ids or any(name == n and start <= datetime.strptime(submitted, TIME_FORMAT) <= end
                                  for n, start, end in failed)
 
-    rows = [line.strip().split("|") for line in out.stdout.splitlines() if line.strip()]
     return sorted({(job, name, state) for job, name, state, submitted in rows
                    if ours(job, name, submitted) and state not in ENDED and job != os.environ.get("SLURM_JOB_ID")})
 
@@ -219,8 +226,13 @@ def check_nothing_queued(config: ExperimentConfig) -> None:
     """Refuse a submission while jobs of this output root are queued or running: their tasks
     would run twice, and jobs held by a failed task would wait for good beside the new ones."""
     queued = queued_jobs(config)
-    if not queued:
-        return
+    if queued:
+        raise SubmissionRefused(queue_refusal(config, queued))
+
+
+def queue_refusal(config: ExperimentConfig, queued: list[tuple[str, str, str]]) -> str:
+    """What a submission refused while `queued` (job id, name, state) wait or run says: which jobs,
+    the scancel that clears them, and to submit again."""
     ids = sorted({job for job, _, _ in queued}, key=int)
     pending = sorted({job for job, _, state in queued if state == "PENDING"}, key=int)
     running = sorted({job for job, _, state in queued if state != "PENDING"}, key=int)
@@ -233,7 +245,7 @@ def check_nothing_queued(config: ExperimentConfig) -> None:
     if running:
         lines.append(f"Wait until no task runs (squeue -j {','.join(running)}), or stop them: scancel {' '.join(running)}")
     lines.append("Then submit again: only the tasks without a completion marker run.")
-    raise SubmissionRefused("\n".join(lines))
+    return "\n".join(lines)
 
 
 def submit_continuation(config: ExperimentConfig, after: list[str], until: str, arms: list[str] | None) -> str:

@@ -1,0 +1,756 @@
+"""Where an experiment stands: every stage's tasks, failures, spend, ETA and the next command. Read-only.
+
+    python -m slurm.status CONFIG [--json] [--watch SECONDS]      (bash slurm/status.sh CONFIG)
+
+One table for the whole flow in its order (extraction per arm, tokenizer, reference reads,
+post-processing per arm, tokenisation, budget, training per rung x arm x seed, evaluation per rung,
+report): tasks done / total, failed, running, pending (with Slurm's reason), what the finished tasks
+produced, the CPU- and GPU-hours spent beside the plan's (`<output_root>/plan/plan.json`) and an ETA
+from the task times measured so far. Then every failed task with its log and the last error line in
+it, the training runs (step, tokens/s, MFU, loss, newest complete checkpoint) and the command to
+run next, worded as the refusals of the commands it names word it.
+
+It reads listings and the records the flow writes (completion markers, datatrove's per-task stats
+and logs, `logs/slurm/jobs.jsonl`, `log.jsonl`, checkpoints, `results.json`), never the data;
+where `squeue` and `sacct` exist, one call of each adds running and pending tasks, Slurm's reasons
+and the time spent. A completion marker whose output file is missing counts as failed, not done.
+Safe to run at any time, from a login node, while the run goes on: it writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+from configs.experiment import ExperimentConfig, load_experiment_or_exit
+
+# sacct states of a task that ended without finishing its work
+FAILED_STATES = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+SQUEUE_FORMAT = "%F|%j|%T|%V|%K|%r|%M"
+JOB_NUMBER = re.compile(r"\d+")
+SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
+LOG_TAIL_BYTES = 64 * 1024
+STATS_BLOCK = 1024  # stats files read (and held) at once
+LOST_OUTPUT = "completion marker without its output"
+DONE_LINE = "Processing done for rank="  # what datatrove logs when a task finished
+# the exception line that closes a traceback (loguru's or Python's), or a Slurm daemon's error
+ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Refused|Failed)\b.*|slurmstepd: error: .*)$")
+
+
+@dataclass
+class Row:
+    """One line of the table: a part of the corpus flow, a training run, a rung's evaluation, the report."""
+    stage: str
+    tasks: int
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+    pending: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)  # Slurm's reasons of the pending tasks
+    produced: dict[str, int] = field(default_factory=dict)
+    cpu_hours: float = 0.0
+    gpu_hours: float = 0.0
+    planned_cpu_hours: float | None = None
+    planned_gpu_hours: float | None = None
+    eta_s: float | None = None
+
+
+@dataclass
+class Failure:
+    stage: str
+    task: str
+    log: str
+    error: str
+
+
+@dataclass
+class QueuedTask:
+    """A row of squeue: one task, or the pending tasks of an array (`tasks` of them)."""
+    job: str
+    name: str
+    state: str
+    submitted: str
+    tasks: int
+    reason: str
+
+
+@dataclass
+class Accounted:
+    """A row of sacct: one job or array task."""
+    job: str  # <job>_<index> for an array task
+    state: str
+    seconds: int
+
+
+@dataclass
+class Spent:
+    """What sacct says of the jobs of one name: CPU- and GPU-seconds over every allocation, the
+    newest allocation, and those that ended failed (a paper run's arrays are 557,664 rows: only
+    these are kept)."""
+    cpu_s: float = 0.0
+    gpu_s: float = 0.0
+    newest: Accounted | None = None
+    newest_number: int = -1  # the newest allocation's job number
+    failed: list[Accounted] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- Slurm: one squeue, one sacct
+
+
+def array_size(indices: str) -> int:
+    """Tasks in squeue's %K of a pending array (`0-99%10`, `3,5-9`), 1 for one task (or N/A)."""
+    indices = indices.split("%")[0]
+    if not re.fullmatch(r"[\d,\-]+", indices):
+        return 1
+    return sum(int(b) - int(a) + 1 if "-" in part else 1
+               for part in indices.split(",") if part for a, _, b in [part.partition("-")])
+
+
+def squeue_tasks(prefix: str) -> list[QueuedTask] | None:
+    """This user's jobs named `<prefix>-...`; None where squeue does not run (no Slurm here)."""
+    if shutil.which("squeue") is None:
+        return None
+    try:
+        out = subprocess.run(["squeue", "--me", "--noheader", f"--format={SQUEUE_FORMAT}"], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = []
+    for line in out.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) >= 7 and parts[1].startswith(f"{prefix}-"):
+            job, name, state, submitted, indices, reason = parts[:6]
+            rows.append(QueuedTask(job, name, state, submitted, array_size(indices) if state == "PENDING" else 1,
+                                   "" if reason in ("None", "(null)") else reason))
+    return rows
+
+
+@cache  # a run's allocations share a few TRES strings
+def gpus_of(tres: str) -> int:
+    found = re.search(r"gres/gpu(?::[^=,]+)?=(\d+)", tres)
+    return int(found.group(1)) if found else 0
+
+
+def sacct_spent(names: Iterable[str], since: str) -> dict[str, Spent] | None:
+    """The allocations of the jobs named `names` since `since`, by name; None where sacct does not run."""
+    names = sorted(set(names))
+    if shutil.which("sacct") is None or not names:
+        return None
+    try:
+        out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", f"--starttime={since}",
+                              f"--format={SACCT_FIELDS}", f"--name={','.join(names)}"],
+                             capture_output=True, text=True, check=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    spent: dict[str, Spent] = {}
+    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop
+        job, name, state, seconds, cpus, tres = (line.strip().split("|") + [""] * 6)[:6]
+        if not seconds.isdigit():
+            continue
+        one, seconds, state = spent.get(name) or spent.setdefault(name, Spent()), int(seconds), state.split(" ", 1)[0]
+        one.cpu_s += seconds * int(cpus or 0)
+        one.gpu_s += seconds * gpus_of(tres)
+        if (number := job_number(job)) >= one.newest_number:
+            one.newest, one.newest_number = Accounted(job, state, seconds), number
+        if state in FAILED_STATES:
+            one.failed.append(Accounted(job, state, seconds))
+    return spent
+
+
+def job_number(job: str) -> int:
+    """The job of a sacct JobID (`1234`, `1234_5` an array task, `1234_[6-9]` pending ones)."""
+    return int(JOB_NUMBER.match(job).group())
+
+
+# ---------------------------------------------------------------- logs
+
+
+def tail_lines(path: Path) -> list[str]:
+    """The whole lines of the last LOG_TAIL_BYTES of a file (none if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - LOG_TAIL_BYTES))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+    return lines[1:] if size > LOG_TAIL_BYTES else lines  # the first line read may be cut
+
+
+def last_error_line(log: Path) -> str | None:
+    """The exception and message that end the last traceback in `log` (not the traceback), or a
+    Slurm daemon's error (time limit, memory); None when the log holds none."""
+    lines = tail_lines(log)
+    return next((line.strip() for line in reversed(lines) if ERROR_LINE.match(line)), None)
+
+
+def task_stats(stats_folder: Path, ranks: list[int]) -> Iterator[tuple[int, list[dict]]]:
+    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, a block at a time (held
+    in memory a block at a time), each block read in threads: on a cluster file system each file is a
+    round trip."""
+    def read(rank: int) -> list[dict] | None:
+        try:
+            return json.loads((stats_folder / f"{rank:05d}.json").read_bytes())
+        except (OSError, ValueError):  # a task writing it now, or one whose stats were removed
+            return None
+
+    with ThreadPoolExecutor(16) as pool:
+        for start in range(0, len(ranks), STATS_BLOCK):
+            block = ranks[start:start + STATS_BLOCK]
+            yield from ((rank, steps) for rank, steps in zip(block, pool.map(read, block), strict=True) if steps is not None)
+
+
+def total(value) -> int:
+    return int(value["total"]) if isinstance(value, dict) else int(value)
+
+
+def figures(steps: list[dict]) -> dict[str, int]:
+    """What one task read and wrote, from its stats: records (a WARC reader's), documents in (its
+    reader's), documents out (its last writer's), tokens (counted by its last step that counts
+    them)."""
+    out: dict[str, int] = {}
+    first = steps[0]["stats"] if steps else {}
+    if "response_records" in first:
+        out["records"] = total(first["response_records"])
+    if "documents" in first:
+        out["documents_in"] = total(first["documents"])
+    writers = [s["stats"] for s in steps if "WRITER" in s["name"]]
+    if writers:
+        out["documents_out"] = total(writers[-1].get("total", 0))
+    for step in reversed(steps):
+        key = next((k for k in ("tokens", "doc_len_tokens") if k in step["stats"]), None)
+        if key:
+            out["tokens"] = total(step["stats"][key])
+            break
+    return out
+
+
+def task_seconds(steps: list[dict]) -> float:
+    times = [s.get("time_stats", 0) for s in steps]  # a number (0) for a step that saw nothing
+    return sum(t["total"] if isinstance(t, dict) else t for t in times)
+
+
+# ---------------------------------------------------------------- the corpus flow
+
+
+def flow_stages(config: ExperimentConfig) -> list:
+    """The corpus flow's stages as `python -m corpus.flow` builds them, from the input list the
+    first run stored (nothing resolved, generated or written)."""
+    from corpus.flow.stages import corpus_stages
+    from corpus.read.inputs import PATHS_FILE, inputs_folder
+    from corpus.read.manifest import MANIFEST, read_manifest
+
+    folder = inputs_folder(config)
+    base = read_manifest(folder / MANIFEST)["base"] if (folder / MANIFEST).is_file() else str(folder)
+    return corpus_stages(config, base, folder / PATHS_FILE)
+
+
+def listing(folder: Path) -> set[str]:
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return set()
+
+
+def shard_writers(stage) -> list[Path]:
+    """The folders where the stage's writers leave one `<rank>.jsonl.gz` per task that wrote documents."""
+    from datatrove.pipeline.writers import JsonlWriter
+
+    return [Path(step.output_folder.path) for step in stage.pipeline
+            if isinstance(step, JsonlWriter) and step.output_filename.template == "${rank}.jsonl.gz"]
+
+
+def planned(plan: dict | None, stage: str, arm: str) -> tuple[float | None, float | None]:
+    """The plan's CPU- and GPU-hours of a (plan stage, arm), summed over its rows."""
+    if plan is None:
+        return None, None
+    rows = [s for s in plan["costs"]["stages"] if s["stage"] == stage and str(s["arm"]).split(":")[0] == arm]
+    if not rows:
+        return None, None
+    return sum(s["cpu_hours"] for s in rows), sum(s["gpu_hours"] for s in rows)
+
+
+PLAN_STAGE = {"extract": "extraction", "postprocess": "post-processing", "read": "reference read"}
+
+
+FIGURES = ("records", "documents_in", "documents_out", "tokens")
+
+
+def as_ranges(ranks: Iterable[int]) -> list[list[int]]:
+    """Sorted ranks as [first, last] runs: a cache of 46,400 finished tasks is a few runs."""
+    out: list[list[int]] = []
+    for rank in sorted(ranks):
+        if out and out[-1][1] == rank - 1:
+            out[-1][1] = rank
+        else:
+            out.append([rank, rank])
+    return out
+
+
+def from_ranges(runs: list[list[int]]) -> set[int]:
+    return {rank for first, last in runs for rank in range(first, last + 1)}
+
+
+def tally(stage, markers: set[int], cached: dict | None) -> dict:
+    """What a stage's finished tasks did, summed from their stats: `sums` of FIGURES, `seconds`, the
+    ranks summed and those whose writers wrote documents (`wrote`). Only the stats of tasks that
+    finished since `cached` (the last call's tally) are read; a cache is dropped when a task it
+    summed lost its marker, or the stage began again whole (its SPLIT record rewritten)."""
+    from corpus.stage import SPLIT
+
+    try:
+        key = (stage.logs / SPLIT).stat().st_mtime
+    except OSError:
+        key = None
+    if cached and cached["key"] == key and (summed := from_ranges(cached["ranks"])) <= markers:
+        sums, seconds, wrote = dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"])
+    else:
+        summed, sums, seconds, wrote = set(), dict.fromkeys(FIGURES, 0), 0.0, set()
+    new = sorted(markers - summed)
+    for rank, steps in task_stats(stage.logs / "stats", new):
+        made = figures(steps)
+        for k in FIGURES:
+            sums[k] += made.get(k, 0)
+        seconds += task_seconds(steps)
+        if made.get("documents_out"):
+            wrote.add(rank)
+        summed.add(rank)
+    return {"key": key, "ranks": as_ranges(summed), "wrote": as_ranges(wrote), "sums": sums, "seconds": seconds,
+            "n": len(summed)}
+
+
+def cache_file(config: ExperimentConfig) -> Path:
+    """Where the tallies of the last call are kept for the next (outside the output root: the
+    command writes nothing there)."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "xsuite-status" / f"{hashlib.sha256(str(config.output_root.resolve()).encode()).hexdigest()[:16]}.json"
+
+
+def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] | None,
+                accounting: dict[str, Spent] | None, plan: dict | None, cache: dict) -> tuple[list[Row], list[Failure]]:
+    """A row per part of the flow (an arm's extraction, its post-processing, ...), its stages' tasks
+    added up; the failed tasks named. `cache`: the tallies of the last call, by stage, updated."""
+    from corpus.flow.submit import job_name
+
+    rows: dict[str, Row] = {}
+    failures: list[Failure] = []
+    parts: dict[str, list] = {}
+    for stage in stages:
+        parts.setdefault(stage.part_label, []).append(stage)
+    for label, part in parts.items():
+        row = rows[label] = Row(label, 0)
+        if part[0].arm:
+            row.planned_cpu_hours, row.planned_gpu_hours = planned(plan, PLAN_STAGE.get(part[0].part or part[0].name, ""),
+                                                                   part[0].arm)
+        spent = [one for s in part if (one := (accounting or {}).get(job_name(config, s.label)))]
+        unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
+        for stage in part:
+            queued = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
+            markers = {int(n) for n in listing(stage.logs / "completions") if n.isdigit() and int(n) < stage.tasks}
+            done = cache[stage.label] = tally(stage, markers, cache.get(stage.label))
+            sums, seconds, n = dict(done["sums"]), done["seconds"], done["n"]
+            outputs = {folder: listing(folder) for folder in shard_writers(stage)}
+            lost = sorted(rank for rank in from_ranges(done["wrote"]) if outputs and
+                          any(f"{rank:05d}.jsonl.gz" not in names for names in outputs.values()))
+            for rank, steps in task_stats(stage.logs / "stats", lost):  # failed, not done: not counted
+                made = figures(steps)
+                sums = {k: sums[k] - made.get(k, 0) for k in FIGURES}
+                seconds, n = seconds - task_seconds(steps), n - 1
+                gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, names in outputs.items()
+                            if f"{rank:05d}.jsonl.gz" not in names)
+                row.failed += 1
+                failures.append(Failure(stage.label, f"{rank:05d}", str(stage.logs / "completions" / f"{rank:05d}"),
+                                        f"completion marker without its output {gone} "
+                                        f"({made.get('documents_out', 0):,} documents written)"))
+            keys = (("records", "documents_in") if stage is part[0] else ()) + \
+                (("documents_out", "tokens") if stage is part[-1] else ())
+            for key in keys:
+                if sums[key]:
+                    row.produced[key] = row.produced.get(key, 0) + sums[key]
+            row.tasks += stage.tasks
+            row.done += n
+            if not spent:  # without Slurm's accounting: the finished tasks' own times
+                row.cpu_hours += seconds * stage.resources.cpus_per_task / 3600
+                row.gpu_hours += seconds * stage.resources.gpus_per_task / 3600
+            started = {int(m.group(1)) for name in listing(stage.logs / "logs")
+                       if (m := re.fullmatch(r"task_(\d{5})\.log", name))}
+            for rank in sorted(started - markers):  # started, not finished: running, or failed
+                log = stage.logs / "logs" / f"task_{rank:05d}.log"
+                error = last_error_line(log)
+                if error is None and (queue is None or queued or any(DONE_LINE in line for line in tail_lines(log))):
+                    continue  # running here or queued, or finished once and to run again (its marker removed)
+                row.failed += 1
+                failures.append(Failure(stage.label, f"{rank:05d}", str(log), error or
+                                        "stopped without an error line (killed: time limit or memory?); its Slurm log "
+                                        f"is under {stage.logs / 'slurm_logs'}"))
+            left = stage.tasks - n
+            if left and n:  # the tasks left at the mean time of those finished, `workers` at a time
+                row.eta_s = (row.eta_s or 0.0) + left * seconds / n / max(1, stage.resources.workers)
+            elif left:
+                unmeasured = True
+        if spent:  # Slurm's own figure: failed and running tasks included
+            row.cpu_hours, row.gpu_hours = sum(one.cpu_s for one in spent) / 3600, sum(one.gpu_s for one in spent) / 3600
+        if unmeasured:
+            row.eta_s = None
+    return list(rows.values()), failures
+
+
+def stage_queue(row: Row, queued: list[QueuedTask]) -> int:
+    """Adds a stage's queued tasks to its row; returns how many are running or pending."""
+    for q in queued:
+        if q.state == "PENDING":
+            row.pending += q.tasks
+            if q.reason:
+                row.reasons[q.reason] = row.reasons.get(q.reason, 0) + q.tasks
+        else:
+            row.running += q.tasks
+    return sum(q.tasks for q in queued)
+
+
+# ---------------------------------------------------------------- training, evaluation, report
+
+
+def last_log_records(log: Path, n: int = 20) -> list[dict]:
+    """The last `n` whole records of a run's log.jsonl, read from its end."""
+    from pretrain.train import log_record
+
+    return [r for r in map(log_record, tail_lines(log)) if r][-n:]
+
+
+def job_failure(stage: str, spent: Spent | None, log_of) -> Failure | None:
+    """The newest allocation of a job when it ended failed, with the last error line of its log."""
+    newest = spent.newest if spent else None
+    if newest is None or newest.state not in FAILED_STATES:
+        return None
+    log = log_of(newest.job)
+    return Failure(stage, newest.job, str(log), last_error_line(log) or f"{newest.state} (no error line in the log)")
+
+
+def training_rows(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: dict[str, Spent] | None,
+                  plan: dict | None) -> tuple[list[Row], list[dict], list[Failure]]:
+    """A row per (rung, arm, seed) run, its training detail, and the runs whose last job failed."""
+    rows, details, failures = [], [], []
+    prefix = config.executor.job_name_prefix
+    for rung in config.rungs():
+        one = config.for_rung(rung)
+        steps = one.training_steps()[0]
+        per_run = (plan or {}).get("costs", {}).get("rungs", {}).get(rung, {}).get("gpu_hours_per_run")
+        for arm, seed in one.runs():
+            label = f"train-{arm}-{rung}-seed{seed}"
+            run_dir = one.run_dir(arm, seed)
+            row = Row(label, 1, planned_gpu_hours=per_run)
+            queued = stage_queue(row, [q for q in queue or [] if q.name == f"{prefix}-{label}"])
+            detail = {"run": label, "step": 0, "steps": steps, "tokens_per_s": None, "mfu": None, "loss": None,
+                      "checkpoint": None}
+            if run_dir.is_dir():
+                from pretrain.checkpoint import latest_checkpoint
+
+                latest = latest_checkpoint(run_dir)
+                records = last_log_records(run_dir / "log.jsonl")
+                if records:
+                    last = records[-1]
+                    detail |= {"step": last["step"], "tokens_per_s": last["tokens_per_s"], "mfu": last["mfu"],
+                               "loss": last["loss"]}
+                    row.produced = {"steps": last["step"], "tokens": last["tokens"]}
+                    mean_s = sum(r["seconds"] for r in records) / len(records)
+                    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else {}
+                    device_hours = last["step"] * mean_s * info.get("world_size", 1) / 3600
+                    if info.get("device", "cpu") == "cpu":
+                        row.cpu_hours = device_hours
+                    else:
+                        row.gpu_hours = device_hours
+                    row.eta_s = (steps - last["step"]) * mean_s
+                if latest is not None:
+                    detail["checkpoint"] = str(latest)
+                    row.produced["checkpoint_step"] = int(latest.name.removeprefix("step_"))
+                    row.done = int(row.produced["checkpoint_step"] >= steps)
+            spent = (accounting or {}).get(f"{prefix}-{label}")
+            if spent:
+                row.cpu_hours, row.gpu_hours = spent.cpu_s / 3600, spent.gpu_s / 3600
+            if not row.done and not queued and \
+                    (failure := job_failure(label, spent, lambda job, d=run_dir: d / f"slurm-{job}.out")):
+                row.failed = 1
+                failures.append(failure)
+            if row.done:
+                row.eta_s = 0.0
+            rows.append(row)
+            details.append(detail)
+    return rows, details, failures
+
+
+def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, accounting: dict[str, Spent] | None,
+                   plan: dict | None) -> tuple[Row, dict, list[Failure]]:
+    """One row for every rung's evaluation (one Slurm array evaluates every pending checkpoint):
+    checkpoints scored of those the runs will export, and tasks scored, per rung."""
+    from corpus.flow.plan import checkpoints_per_run
+    from evaluation.evaluate import checkpoint_info, exported_checkpoints, result_dir
+
+    row = Row("evaluate", 0)
+    scored: dict[str, dict] = {}
+    for rung in config.rungs():
+        one = config.for_rung(rung)
+        expected = len(one.runs()) * checkpoints_per_run(one)
+        row.tasks += expected
+        checkpoints = tasks = 0
+        for checkpoint in exported_checkpoints(config, rung):
+            results = result_dir(config, checkpoint_info(checkpoint)) / "results.json"
+            if results.is_file():
+                checkpoints += 1
+                tasks += len(json.loads(results.read_text())["results"])
+        row.done += checkpoints
+        scored[rung] = {"checkpoints": checkpoints, "of": expected, "tasks_scored": tasks}
+    row.produced = {"checkpoints": row.done, "tasks_scored": sum(s["tasks_scored"] for s in scored.values())}
+    if plan is not None:
+        row.planned_gpu_hours = sum(s["gpu_hours"] for s in plan["costs"]["stages"] if s["stage"] == "evaluation")
+    name = f"{config.executor.job_name_prefix}-evaluate"
+    queued = stage_queue(row, [q for q in queue or [] if q.name == name])
+    spent = (accounting or {}).get(name) or Spent()
+    row.cpu_hours, row.gpu_hours = spent.cpu_s / 3600, spent.gpu_s / 3600
+    failures = []
+    listed = config.output_root / "eval" / "slurm" / "checkpoints.txt"
+    checkpoints = listed.read_text().split() if listed.is_file() else []
+    # the newest submission's: checkpoints.txt lists its checkpoints, array task i the line i
+    for a in [a for a in spent.failed if job_number(a.job) == spent.newest_number] if not queued else []:
+        _, _, index = a.job.partition("_")
+        if index.isdigit() and int(index) < len(checkpoints):
+            checkpoint = Path(checkpoints[int(index)])
+            if not (result_dir(config, checkpoint_info(checkpoint)) / "results.json").is_file():
+                log = config.output_root / "eval" / "slurm" / f"evaluate-{a.job}.out"
+                failures.append(Failure("evaluate", str(checkpoint), str(log), last_error_line(log) or a.state))
+    row.failed = len(failures)
+    return row, scored, failures
+
+
+def report_row(config: ExperimentConfig) -> Row:
+    """The report is done when it is newer than every evaluation result."""
+    report = config.report_dir() / "report.md"
+    results = [p.stat().st_mtime for p in (config.output_root / "eval").glob("*/*/seed*/step_*/results.json")]
+    current = report.is_file() and bool(results) and report.stat().st_mtime >= max(results)
+    return Row("report", 1, done=int(current))
+
+
+# ---------------------------------------------------------------- the whole experiment
+
+
+def since(config: ExperimentConfig) -> str:
+    """sacct's start of the window: the first submission this output root recorded (else 60 days)."""
+    from corpus.flow.submit import record_lines
+
+    times = [line["submitted"] for line in record_lines(config)]
+    return min(times) if times else "now-60days"
+
+
+def next_command(config: ExperimentConfig, config_path: str, status: dict, queue: list[QueuedTask] | None) -> str:
+    """What to run now, as the refusal of the command it names words it."""
+    from corpus.flow.submit import queue_refusal, still_queued
+
+    launcher = "bash" if queue is None else "sbatch"
+    rows = {r["stage"]: r for r in status["rows"]}
+    corpus = [r for r in status["rows"] if r["stage"] in status["corpus_parts"]]
+    ours = still_queued(config, [(q.job, q.name, q.state, q.submitted) for q in queue or []])
+    if ours and (status["failures"] or any("DependencyNeverSatisfied" in r["reasons"] for r in corpus)):
+        return queue_refusal(config, ours)
+    if any(r["running"] or r["pending"] for r in status["rows"]):
+        return "nothing: wait ({} running, {} pending)".format(sum(r["running"] for r in status["rows"]),
+                                                               sum(r["pending"] for r in status["rows"]))
+    if any(r["done"] < r["tasks"] for r in corpus):
+        lost = [f["log"] for f in status["failures"] if f["error"].startswith(LOST_OUTPUT)]
+        fix = "fix what failed (the error lines above), then: " if len(lost) < status["corpus_failures"] else ""
+        if lost:  # a marker that outlived its output would keep its task from running again
+            more = f" (and {len(lost) - 10:,} more: the failures' `log` in --json)" if len(lost) > 10 else ""
+            fix += f"remove the completion markers whose outputs are gone: rm {' '.join(lost[:10])}{more}; then: "
+        return f"{fix}{launcher} slurm/extract.sh {config_path}  (only the tasks without a completion marker run)"
+    if config.pretrain is None:
+        return "nothing: every stage is done"
+    from pretrain.train import missing_inputs, missing_inputs_refusal, selected_runs
+
+    if missing := missing_inputs(config, selected_runs(config, config_path, None, None)):
+        return missing_inputs_refusal(config_path, missing)
+    if any(r["done"] < r["tasks"] for name, r in rows.items() if name.startswith("train-")):
+        return f"{launcher} slurm/pretrain.sh {config_path}"
+    if config.evaluation is None:
+        return "nothing: every stage is done"
+    if rows["evaluate"]["done"] < rows["evaluate"]["tasks"]:
+        from evaluation.evaluate import exported_checkpoints, no_checkpoint_refusal
+
+        return f"{launcher} slurm/evaluate.sh {config_path}" if exported_checkpoints(config) else \
+            no_checkpoint_refusal(config, config_path)
+    if not rows["report"]["done"]:
+        return f"python -m evaluation.report {config_path}"
+    return f"nothing: every stage is done; the report: {config.report_dir() / 'report.md'}"
+
+
+def write_cache(path: Path, cache: dict) -> None:
+    """The tallies for the next call; where they cannot be written, the next call reads every stats file again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}")
+        part.write_text(json.dumps(cache))
+        part.replace(path)
+    except OSError:
+        pass
+
+
+def experiment_status(config: ExperimentConfig, config_path: str, use_cache: bool = True) -> dict:
+    """Everything the command shows, as one JSON-ready dict. `use_cache`: read only the stats of the
+    tasks that finished since the last call (cache_file)."""
+    from corpus.flow.submit import job_name
+
+    stages = flow_stages(config)
+    plan_file = config.plan_dir() / "plan.json"
+    plan = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+    queue = squeue_tasks(config.executor.job_name_prefix)
+    names = [job_name(config, s.label) for s in stages] + [job_name(config, "evaluate")]
+    names += [job_name(config, f"train-{arm}-{rung}-seed{seed}") for rung in (config.rungs() if config.pretrain else [])
+              for arm, seed in config.for_rung(rung).runs()]
+    accounting = sacct_spent(names, since(config)) if queue is not None else None
+    cached = cache_file(config)
+    try:
+        cache = json.loads(cached.read_text()) if use_cache else {}
+    except (OSError, ValueError):
+        cache = {}
+    rows, failures = corpus_rows(config, stages, queue, accounting, plan, cache)
+    if use_cache:
+        write_cache(cached, cache)
+    corpus_parts, corpus_failures = [r.stage for r in rows], len(failures)
+    training: list[dict] = []
+    evaluation: dict = {}
+    if config.pretrain is not None:
+        train, training, failed = training_rows(config, queue, accounting, plan)
+        rows += train
+        failures += failed
+        if config.evaluation is not None:
+            row, evaluation, failed = evaluation_row(config, queue, accounting, plan)
+            rows += [row, report_row(config)]
+            failures += failed
+    status = {"experiment": config.name, "config": config_path, "output_root": str(config.output_root),
+              "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "slurm": queue is not None, "accounting": accounting is not None,
+              "plan": str(plan_file) if plan else None, "rows": [asdict(r) for r in rows], "corpus_parts": corpus_parts,
+              "failures": [asdict(f) for f in failures], "corpus_failures": corpus_failures, "training": training,
+              "evaluation": evaluation}
+    status["next"] = next_command(config, config_path, status, queue)
+    return status
+
+
+# ---------------------------------------------------------------- output
+
+
+COLUMNS = ("stage", "done/total", "failed", "running", "pending", "produced", "CPU-h (plan)", "GPU-h (plan)", "ETA")
+
+
+def hours(spent: float, plan: float | None) -> str:
+    def text(h: float) -> str:
+        return f"{h:,.1f}" if h >= 0.1 or h == 0 else "<0.001" if h < 0.001 else f"{h:.3f}"
+
+    return text(spent) + ("" if plan is None else f" ({text(plan)})")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h" if seconds < 86400 else f"{seconds / 86400:.1f}d"
+
+
+def cells(row: dict) -> list[str]:
+    reasons = ", ".join(f"{n:,} {reason}" for reason, n in row["reasons"].items())
+    done = row["done"] >= row["tasks"]
+    return [row["stage"], f"{row['done']:,}/{row['tasks']:,}", f"{row['failed']:,}" if row["failed"] else "",
+            f"{row['running']:,}" if row["running"] else "", f"{row['pending']:,}" + (f" ({reasons})" if reasons else "")
+            if row["pending"] else "", ", ".join(f"{k} {v:,}" for k, v in row["produced"].items()),
+            hours(row["cpu_hours"], row["planned_cpu_hours"]), hours(row["gpu_hours"], row["planned_gpu_hours"]),
+            "done" if done else duration(row["eta_s"])]
+
+
+def sections(status: dict) -> list[str]:
+    """The text below the table: failures, training runs, evaluation, the next command."""
+    out = []
+    if status["failures"]:
+        out.append(f"failed ({len(status['failures'])}):")
+        out += [f"  {f['stage']} task {f['task']}: {f['error']}\n    log: {f['log']}" for f in status["failures"]]
+    if status["training"]:
+        out.append("training:")
+        for t in status["training"]:
+            speed = "" if t["tokens_per_s"] is None else f", {t['tokens_per_s']:,.0f} tokens/s" + \
+                ("" if t["mfu"] is None else f", MFU {t['mfu']:.1%}") + f", loss {t['loss']:.4f}"
+            out.append(f"  {t['run']}: step {t['step']:,}/{t['steps']:,}{speed}; checkpoint {t['checkpoint'] or 'none'}")
+    if status["evaluation"]:
+        out.append("evaluation: " + "; ".join(f"{rung} {e['checkpoints']}/{e['of']} checkpoints, {e['tasks_scored']} tasks "
+                                               "scored" for rung, e in status["evaluation"].items()))
+    sources = "squeue and sacct" if status["accounting"] else "squeue" if status["slurm"] else \
+        "markers and logs only (no Slurm here)"
+    out.append(f"from {sources}; plan: {status['plan'] or 'none (python -m corpus.flow.plan CONFIG)'}")
+    out.append("next: " + status["next"])
+    return out
+
+
+def plain_text(status: dict) -> str:
+    table = [list(COLUMNS)] + [cells(r) for r in status["rows"]]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    lines = [f"{status['experiment']} ({status['output_root']}) at {status['at']}"]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table]
+    return "\n".join(lines + sections(status))
+
+
+def show(status: dict, console) -> None:
+    """A rich table on a terminal; plain text otherwise (a log, a pipe)."""
+    if not console.is_terminal:
+        print(plain_text(status), flush=True)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{status['experiment']} ({status['output_root']}) at {status['at']}")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("stage", "produced") else "right")
+    for row in status["rows"]:
+        style = "red" if row["failed"] else "green" if row["done"] >= row["tasks"] else None
+        table.add_row(*cells(row), style=style)
+    console.print(table)
+    console.print("\n".join(sections(status)), highlight=False, markup=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m slurm.status", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", help="experiment YAML, e.g. configs/paper.yaml")
+    parser.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts, dashboards)")
+    parser.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until interrupted")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="read every finished task's stats again (by default only those finished since the last call, "
+                             "whose sums are kept under ~/.cache/xsuite-status/)")
+    args = parser.parse_args(argv)
+    config = load_experiment_or_exit(args.config)
+    from rich.console import Console
+
+    console = Console()
+    while True:
+        status = experiment_status(config, args.config, use_cache=not args.no_cache)
+        if args.watch and console.is_terminal:
+            console.clear()
+        if args.json:
+            print(json.dumps(status), flush=True)
+        else:
+            show(status, console)
+        if not args.watch:
+            return 0
+        try:
+            time.sleep(args.watch)
+        except KeyboardInterrupt:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
