@@ -61,7 +61,8 @@ def test_the_readme_is_a_front_door():
 
 def test_no_commit_hash_in_prose():
     """History goes to CHANGELOG.md; a figure names its command and record, not a commit."""
-    hexword = re.compile(r"(?<![\w/.+-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/.-])")
+    # a commit as git abbreviates it (7-12 hex digits) or whole (40); a digest quoted in a message is longer
+    hexword = re.compile(r"(?<![\w/.+-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])(?:[0-9a-f]{7,12}|[0-9a-f]{40})(?![\w/.-])")
     found = [f"{name}: {m}" for name, text in documentation().items() if name not in GENERATED_PAGES
              for m in hexword.findall(text)]
     assert not found, f"commit hashes in documentation prose: {found}"
