@@ -11,7 +11,7 @@ budget's size is what it holds at once: its block and bucket sizes are set to it
 shards of an extractor arm and one reference shard four times that size. `corpus/flow/fit.py` holds these figures (rounded up) and
 projects them: the table's last part is `configs/paper.yaml` at 46,400 input files with the
 documents per file and the near-duplicate share a pilot would measure (assumed here: the figures
-of the README's "Running at scale").
+of `plan.near_duplicate_share` and corpus/flow/fit.py).
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
         slug = re.sub(r"[^a-z0-9]+", "_", run)
         rows.append(run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left)) | {"run": run})
     if not te:
-        rows.append({"run": "megatron te", "error": "Transformer Engine does not import here (README: Transformer Engine)"})
+        rows.append({"run": "megatron te", "error": "Transformer Engine does not import here (docs/explanation/pretraining.md)"})
 
     result = {"kind": "gpu_check", "device": name, **machine(), "commit": commit, "command": command,
               "date": datetime.now(UTC).strftime("%Y-%m-%d"), "model": args.model, "steps": args.steps,

@@ -121,10 +121,10 @@ def transformer_engine_check() -> dict:
         installed = version("transformer-engine")
     except (ImportError, PackageNotFoundError) as e:
         return check("Transformer Engine", False, str(e),
-                     "run in NVIDIA's PyTorch container (README: Transformer Engine); else the local layer spec runs")
+                     "run in NVIDIA's PyTorch container (docs/explanation/pretraining.md); else the local layer spec runs")
     ok = supported is None or supported.contains(installed, prereleases=True)
     return check("Transformer Engine", ok, f"{installed}; megatron-core {version('megatron-core')} supports {supported}",
-                 "take a container whose Transformer Engine megatron-core supports (README: Transformer Engine)")
+                 "take a container whose Transformer Engine megatron-core supports (docs/explanation/pretraining.md)")
 
 
 def draft_check(arm: str, folder: str) -> dict:
@@ -522,8 +522,7 @@ def preflight(config: ExperimentConfig, pages: int, page_file: Path | None, step
                                           d.get("error") or f"{d['pages_per_s_per_gpu'] or 0:.2f} pages/s, "
                                           f"{d['draft_agreement']:.1%} of drafted labels kept, "
                                           f"{d['pages_differing_from_plain']} pages differ from plain decoding",
-                                          "see the error; pages that differ are bf16 ties (README: \"The labeler on a GPU, "
-                                          "and its draft\")"))
+                                          "see the error; pages that differ are bf16 ties (docs/explanation/extractors.md)"))
     if config.pretrain:
         target = config.for_rung(config.pretrain.target.name)  # a ladder's target rung: the plan scales the others
         report["training"], checks = measure_training(target, out, steps, cuda)

@@ -45,7 +45,7 @@ def resolve_attention(choice: str, cuda: bool) -> str:
     if choice == "te" and not te:
         raise SystemExit("pretrain.training.attention: te needs Transformer Engine on a CUDA node "
                          f"({'it does not import here' if cuda else 'this node has no GPU'}); "
-                         "use sdpa, or run in a container that has it (README: Transformer Engine)")
+                         "use sdpa, or run in a container that has it (docs/explanation/pretraining.md)")
     return choice
 
 

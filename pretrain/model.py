@@ -38,7 +38,7 @@ class RMSNorm(torch.nn.RMSNorm):
     """The local spec's RMSNorm (torch's, as megatron-core's WrappedTorchNorm builds it) with its
     weight in the parameters' dtype. WrappedTorchNorm leaves the weight in fp32 beside bf16
     activations, which keeps torch off its fused kernel: the norm ran op by op in fp32, the largest
-    share of a 1b step's elementwise time on an H200 (README: the GPU check)."""
+    share of a 1b step's elementwise time on an H200 (bench/gpu_check.sh)."""
 
     def __init__(self, config, hidden_size: int, eps: float = 1e-5, **_):
         super().__init__(hidden_size, eps=eps, dtype=config.params_dtype)

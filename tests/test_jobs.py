@@ -41,7 +41,7 @@ echo 4242
 
 def test_a_container_training_job_runs_torchrun_inside_the_image_and_sees_what_it_needs(tmp_path, monkeypatch):
     """pretrain.submit through a fake `sbatch`: the submitted script starts torchrun in the
-    configured pyxis image (README's recipe), with the repository, the output root, the config's
+    configured pyxis image (docs/explanation/pretraining.md's recipe), with the repository, the output root, the config's
     folder and the listed folders mounted, and the container's environment in place of the host's.
     Everything the job reads or runs lies under a mount: the code, the config, the tokenizer and
     dataset, the run's folder, the environment it activates; an environment not mounted is refused."""

@@ -25,7 +25,7 @@ MINHASH = output_step().title  # the ledger row of the documents MinHash sees
 GB = 2**30
 BASE_GB = 1.0  # what a task holds before its documents: interpreter, libraries, buffers
 # Peak memory per unit (`python -m bench.global_stages`: 48, 154, 129, 5.5 and 0.4 bytes, rounded up
-# ~1.5x; README, "Running at scale"): a document of the stage's input (exact-find: of its hash range;
+# ~1.5x; docs/explanation/corpus.md): a document of the stage's input (exact-find: of its hash range;
 # minhash-buckets: of one batch of signature files; minhash-cluster: in a near-duplicate pair), a
 # token the budget holds at once (`budget_tokens_held`), a character of the sample (tokenizer).
 BYTES_PER_UNIT = {"exact-find": 75, "minhash-buckets": 230, "minhash-cluster": 200, "budget": 8, "tokenizer": 1}

@@ -18,7 +18,7 @@ needs: a failed task holds everything after it.
   slurmctld may queue a job whose `sbatch` timed out. A new submission is refused while any
   recorded job is still queued or running (`squeue` on the recorded job names; for a failed
   `sbatch`, a job of its name submitted while it ran), with the commands that clear the queue
-  (README, "Running at scale").
+  (docs/guides/cluster.md, "After a failed task").
 """
 
 from __future__ import annotations

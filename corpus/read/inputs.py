@@ -154,7 +154,8 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
             f"{len(unsized):,} of {len(entries):,} input files have no known size (the source gave no length): {named}. "
             "A file read without its size ends at the first end of its stream, so a connection closed at a record "
             "boundary would read as the whole file. Give each file's size in inputs.manifest (from the source's "
-            "listing: README, 'Writing a manifest'), or set inputs.unknown_size: read to read them anyway, each marked "
+            "listing: python -m corpus.read.manifest; docs/guides/cluster.md), or set inputs.unknown_size: read to "
+            "read them anyway, each marked "
             "'completeness not verified' in the ledger")
     if stored is None or entries != [stored["files"][p] for p in paths]:
         write_manifest(manifest_file, base, entries)

@@ -13,8 +13,8 @@ from configs.secrets import check_env_name, refuse_credentials_in_url, secret_fr
 from corpus.shims import VLLM_MAX_SPEC_TOKENS
 
 DEFAULT_DRIPPER_MODEL = "opendatalab/MinerU-HTML-v1.1-hunyuan0.5B-compact"
-DRAFT_MODEL_HINT = ("train one with python -m corpus.extractors.dripper.draft_training (README: "
-                    "\"The labeler on a GPU, and its draft\")")
+DRAFT_MODEL_HINT = ("train one with python -m corpus.extractors.dripper.draft_training (docs/explanation/extractors.md, "
+                    "the speculative draft)")
 
 
 class LlmLabelerOptions(StrictModel):
