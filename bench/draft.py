@@ -67,7 +67,8 @@ def agreement(examples: list, drafts: list[dict]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.draft", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-pages", type=int, default=300, help="pages per set")
     parser.add_argument("--held-out", nargs="+", default=FULL_GOLD)
     parser.add_argument("--trees", type=int, default=400)

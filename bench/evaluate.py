@@ -41,7 +41,8 @@ def untrained_tiny(folder: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=40, help="documents per task (the demo's offline_items)")
     parser.add_argument("--checkpoint", type=Path)
     parser.add_argument("--max-gen-toks", type=int, default=32)

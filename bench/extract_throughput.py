@@ -81,7 +81,8 @@ def measure(pages: list[tuple[str, str | None]]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.extract_throughput", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-pages", type=int, default=60, help="pages per set")
     parser.add_argument("--out", type=Path, default=Path("bench/results/extract_throughput.json"))
     args = parser.parse_args()

@@ -22,7 +22,8 @@ from evaluation.extraction.benchmark import evaluate, markdown_table
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.extraction_quality", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-pages", type=int, help="at most this many pages per set")
     parser.add_argument("--out", type=Path, default=Path("bench/results/extraction_quality"))
     args = parser.parse_args()

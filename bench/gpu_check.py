@@ -98,7 +98,8 @@ def record_name(device: str, model: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="1b")
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--global-batch", type=int, default=32)

@@ -76,7 +76,8 @@ def arm_scores(arm, pages) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.labeler", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-pages", type=int, default=400, help="pages per set (labels and scoring)")
     parser.add_argument("--held-out", nargs="+", default=FULL_GOLD)
     parser.add_argument("--generated", type=int, default=0, help="generated pages added to every training set")

@@ -289,7 +289,8 @@ def print_result(result: dict) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.labeler_gpu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arch", nargs="+", default=["hunyuan-0.5b", "qwen3-0.6b"], choices=sorted(ARCHITECTURES))
     parser.add_argument("--pages", type=int, default=256)
     parser.add_argument("--max-pages-per-set", type=int, default=120, help="pages per shared set labelled for the drafts")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -33,13 +34,17 @@ def english(lid: LocalFastTextLID, text: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.language_prefilter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--thresholds", nargs="+", type=float, default=[0.01, 0.02, 0.05, 0.1, 0.2])
     parser.add_argument("--out", type=Path, default=Path("bench/results/language_prefilter.json"))
     args = parser.parse_args()
+    files = sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz"))
+    if not files:
+        sys.exit(f"no page sets under {SHARED_PAGE_SETS} (each set a folder with pages.jsonl.gz): nothing to measure")
     lid = LocalFastTextLID(default_lid_model(), ["en"])
     results = {}
-    for path in sorted(SHARED_PAGE_SETS.glob("*/pages.jsonl.gz")):
+    for path in files:
         pages = [p for p in load_pages(path) if p.gold is not None or p.with_snippets]
         start = time.perf_counter()
         whole = [english(lid, whole_page_text(p.html)) for p in pages]

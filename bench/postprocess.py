@@ -112,7 +112,8 @@ def run_one(name: str, work: Path, tokenizer: str, queue) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.postprocess", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--out", type=Path, default=Path("bench/results/postprocess.json"))
     args = parser.parse_args()

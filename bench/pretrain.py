@@ -201,7 +201,8 @@ def table_rows(rows: list[dict]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.pretrain", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="tiny", help="a size of configs/models/, or a shape as JSON")
     parser.add_argument("--attention", default="auto", choices=("auto", "te", "sdpa", "unfused"))
     parser.add_argument("--steps", type=int, default=30)

@@ -199,7 +199,8 @@ def tables(summary: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench.trafilatura_releases", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--releases", nargs="+", default=["1.11.0"], help="pinned releases beside the installed one")
     parser.add_argument("--max-pages", type=int, help="at most this many pages per set")
     parser.add_argument("--timeout-s", type=float, default=60.0, help="per page, in the quality run (the arm's: 10)")

@@ -17,13 +17,17 @@ class ExtractionConfig(StrictModel):
     """Record-level limits applied identically before every arm, and the format every extractor
     arm's documents are written in."""
 
-    max_html_bytes: int = Field(5_000_000, ge=1)
-    # decoded text with more control characters than this is binary, not HTML
-    max_control_char_ratio: float = Field(0.05, ge=0, le=1)
-    # native: each extractor's own output (its Markdown dialect; the paper's setup). plain: every
-    # extractor arm's text with the Markdown marks removed by one function (corpus/extractors/plain.py),
-    # before the tokenizer's sample and post-processing see it, so that arms differ in content alone.
-    text_format: Literal["native", "plain"] = "native"
+    max_html_bytes: int = Field(5_000_000, ge=1, description="A record whose payload is larger than this many "
+                                "bytes is dropped (counted) before any extractor sees it.")
+    max_control_char_ratio: float = Field(0.05, ge=0, le=1, description="A record whose decoded text has a larger "
+                                          "share of control characters is binary, not HTML, and is dropped "
+                                          "(counted) before any extractor.")
+    text_format: Literal["native", "plain"] = Field("native", description="`native`: each extractor's own output, "
+                                                    "its Markdown dialect (the paper's setup). `plain`: every "
+                                                    "extractor arm's text with its Markdown marks removed by one "
+                                                    "function (`corpus/extractors/plain.py`) before the tokenizer's "
+                                                    "sample and post-processing see it, so that arms differ in "
+                                                    "content alone.")
 
 
 def extractor_or_corpus(value) -> str | None:

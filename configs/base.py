@@ -19,12 +19,14 @@ class StrictModel(BaseModel):
 class TaskResources(StrictModel):
     """Where each task of a stage runs on Slurm (ignored by the local executor)."""
 
-    partition: str = "cpu"
-    cpus_per_task: int = Field(1, ge=1)
-    mem_per_cpu_gb: int = Field(2, ge=1)
-    gpus_per_task: int = Field(0, ge=0)
-    time: str = "04:00:00"
-    qos: str = "normal"
+    partition: str = Field("cpu", description="Slurm partition the stage's tasks are submitted to (`--partition`).")
+    cpus_per_task: int = Field(1, ge=1, description="CPU cores Slurm gives each task (`--cpus-per-task`).")
+    mem_per_cpu_gb: int = Field(2, ge=1, description="Memory per core in GB (`--mem-per-cpu`); a task gets "
+                                "`cpus_per_task` x this. Raise it when a task is killed for memory.")
+    gpus_per_task: int = Field(0, ge=0, description="GPUs Slurm gives each task (`--gpus-per-task`); 0 for a CPU stage.")
+    time: str = Field("04:00:00", description="Slurm time limit of each task, `[days-]hours:minutes:seconds` "
+                      "(e.g. `04:00:00`, `2-00:00:00`); another form is refused at load.")
+    qos: str = Field("normal", description="Slurm quality of service of the tasks (`--qos`).")
 
     @field_validator("time")
     @classmethod
@@ -54,8 +56,10 @@ class Resources(TaskResources):
     Slurm array's parallelism).
     """
 
-    tasks: int = Field(1, ge=1)
-    workers: int = Field(1, ge=1)
+    tasks: int = Field(1, ge=1, description="datatrove tasks the stage's input files are split among; more tasks, "
+                       "smaller tasks.")
+    workers: int = Field(1, ge=1, description="How many tasks run at once: local processes (capped at the machine's "
+                         "cores), or the Slurm array's parallelism.")
 
 
 def require_model_folder(value: str, marker: str, hint: str) -> str:

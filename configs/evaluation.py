@@ -14,29 +14,31 @@ from configs.base import StrictModel
 class EvaluationSlurm(StrictModel):
     """One array task per checkpoint, one GPU each."""
 
-    partition: str = "gpu"
-    gpus: int = Field(1, ge=1)
-    cpus_per_task: int = Field(8, ge=1)
-    mem_gb: int = Field(64, ge=1)
-    time: str = "04:00:00"
-    qos: str = "normal"
-    parallel: int = Field(32, ge=1)  # array tasks running at once
+    partition: str = Field("gpu", description="Slurm partition of the evaluation array.")
+    gpus: int = Field(1, ge=1, description="GPUs of each array task (one checkpoint).")
+    cpus_per_task: int = Field(8, ge=1, description="CPU cores of each array task.")
+    mem_gb: int = Field(64, ge=1, description="Memory of each array task in GB.")
+    time: str = Field("04:00:00", description="Slurm time limit of each array task, `[days-]hours:minutes:seconds`.")
+    qos: str = Field("normal", description="Slurm quality of service of the array.")
+    parallel: int = Field(32, ge=1, description="Array tasks running at once (the array's `%` limit).")
 
 
 class GeneratedReference(StrictModel):
     """The gold main content of English pages the project's generator writes (corpus.sample),
     with a seed the training sample does not use."""
 
-    pages: int = Field(120, ge=2)
-    seed: int = 11
+    pages: int = Field(120, ge=2, description="Pages generated, one reference document each.")
+    seed: int = Field(11, description="Seed of the generated pages; it must not be a seed of the training sample "
+                      "(`inputs.sample`), which is checked at load.")
 
 
 class HubReference(StrictModel):
     """A Hugging Face dataset (hub id or local folder; on a cluster from the cache)."""
 
-    dataset: str
-    subset: str | None = None
-    split: str = "test"
+    dataset: str = Field(description="Hugging Face dataset: a hub id or a local folder (on a cluster, from the "
+                         "cache).")
+    subset: str | None = Field(None, description="The dataset's config (subset); null: its default.")
+    split: str = Field("test", description="The split read.")
 
 
 class CleanTextSet(StrictModel):
@@ -45,14 +47,20 @@ class CleanTextSet(StrictModel):
     dataset; `field` holds the text, in `format`: Markdown gives two views of the same reference
     (the Markdown, and its plain text by corpus/extractors/plain.py), plain text one."""
 
-    name: str = Field(pattern=r"^[a-z0-9_]+$")  # part of the lm-eval task names
-    generated: GeneratedReference | None = None
-    jsonl: list[str] | None = None
-    parquet: list[str] | None = None
-    huggingface: HubReference | None = None
-    field: str = "text"
-    format: Literal["markdown", "plain"] = "markdown"
-    max_documents: int = Field(1000, ge=2)  # the first ones, in file order
+    name: str = Field(pattern=r"^[a-z0-9_]+$", description="The set's name, unique among `sets`; part of its "
+                      "lm-eval task names.")
+    generated: GeneratedReference | None = Field(None, description="Pages the project's generator writes, with "
+                                                 "their gold main content. One source of four.")
+    jsonl: list[str] | None = Field(None, description="JSONL files or globs (each must match a file). One source of "
+                                    "four.")
+    parquet: list[str] | None = Field(None, description="Parquet files or globs (each must match a file). One "
+                                      "source of four.")
+    huggingface: HubReference | None = Field(None, description="A Hugging Face dataset. One source of four.")
+    field: str = Field("text", description="The column holding the text (not for `generated`, which is refused).")
+    format: Literal["markdown", "plain"] = Field("markdown", description="What `field` holds: `markdown` is scored "
+                                                 "twice, as Markdown and as its plain text (by "
+                                                 "`corpus/extractors/plain.py`); `plain` once.")
+    max_documents: int = Field(1000, ge=2, description="Documents scored: the first ones, in file order.")
 
     @model_validator(mode="after")
     def _one_source(self) -> CleanTextSet:
@@ -77,8 +85,10 @@ class CleanTextConfig(StrictModel):
     project turns into lm-eval tasks; `lm_eval_tasks`: lm-eval's own perplexity tasks by name
     (`wikitext`, `paloma_c4_en`, ...; their data from the hub or its cache)."""
 
-    sets: list[CleanTextSet] = []
-    lm_eval_tasks: list[str] = []
+    sets: list[CleanTextSet] = Field([], description="References the project turns into lm-eval tasks, scored by "
+                                     "bits per byte.")
+    lm_eval_tasks: list[str] = Field([], description="lm-eval's own perplexity tasks by name (`wikitext`, "
+                                     "`paloma_c4_en`, ...; their data from the hub or its cache).")
 
     @model_validator(mode="after")
     def _unique(self) -> CleanTextConfig:
@@ -95,8 +105,11 @@ class PrimaryDecision(StrictModel):
     for). The report decides it first, alone, at alpha 0.05 (every seed agreeing in sign); every
     other difference is exploratory, Holm over its own table."""
 
-    pair: tuple[str, str]
-    score: str = Field("accuracy:average", pattern=r"^[a-z_]+:[a-z0-9_]+$")
+    pair: tuple[str, str] = Field(description="`[arm, reference]`: two different trained arms; the difference "
+                                  "decided is arm minus reference.")
+    score: str = Field("accuracy:average", pattern=r"^[a-z_]+:[a-z0-9_]+$", description="The score compared, a "
+                       "family's column as `family:column` (`accuracy:average`, `bpb:average`, `p_gold:average`, "
+                       "`clean_text:plain`, ...); the report refuses one the run has no family or column for.")
 
     @model_validator(mode="after")
     def _two_arms(self) -> PrimaryDecision:
@@ -111,25 +124,35 @@ class EvaluationConfig(StrictModel):
     `tasks: hub` reads the real datasets (a cluster with the Hugging Face cache or network);
     `offline` generates small local data in each task's schema (evaluation/tasks/offline.py)."""
 
-    tasks: Literal["hub", "offline"] = "hub"
-    offline_items: int = Field(40, ge=2)
-    batch_size: int | Literal["auto"] = "auto"
-    max_gen_toks: int | None = None  # generation budget (CoQA); None: the task's own (256)
-    limit: int | None = Field(None, ge=1)  # documents per task, for quick looks; None: all
-    cpu_threads: int = Field(2, ge=1)  # torch threads on CPU: the same scores on any machine
-    clean_text: CleanTextConfig = CleanTextConfig()
-    # the report: a run's score is the mean over its last `average_last` compared checkpoints
-    # (1: the final one); checkpoint noise is the SD over each run's last `noise_checkpoints`
-    average_last: int = Field(1, ge=1)
-    noise_checkpoints: int = Field(3, ge=2)
-    primary: PrimaryDecision | None = None
-    # an arm with one seed is decided against a seed variance named for it: measured at another rung
-    # of the ladder where it has two seeds or more, else this one, stated: the SD of an arm's score
-    # across seeds, in the family's shown unit (points for accuracy and p_gold, bits/byte for bpb and
-    # clean_text), per family (`accuracy`) or per score (`accuracy:average`, `bpb:ARC`), the score's
-    # own key first. Without either its pairs decide nothing.
-    seed_sd: dict[str, float] = {}
-    slurm: EvaluationSlurm = EvaluationSlurm()
+    tasks: Literal["hub", "offline"] = Field("hub", description="`hub`: the benchmarks' real datasets (a cluster "
+                                             "with the Hugging Face cache or network); `offline`: small local data "
+                                             "generated in each task's schema (`evaluation/tasks/offline.py`), for "
+                                             "the demo and tests.")
+    offline_items: int = Field(40, ge=2, description="tasks: offline: items generated per task.")
+    batch_size: int | Literal["auto"] = Field("auto", description="lm-eval's batch size; `auto`: the largest that "
+                                              "fits.")
+    max_gen_toks: int | None = Field(None, description="Generation budget in tokens of the generative tasks "
+                                     "(CoQA); null: the task's own (256).")
+    limit: int | None = Field(None, ge=1, description="Documents per task, for quick looks; null: all.")
+    cpu_threads: int = Field(2, ge=1, description="torch threads on CPU, fixed so that scores are the same on any "
+                             "machine.")
+    clean_text: CleanTextConfig = Field(CleanTextConfig(), description="Bits per byte on clean web text, its own "
+                                        "category of the report.")
+    average_last: int = Field(1, ge=1, description="The report: a run's score is the mean over its last this many "
+                              "compared checkpoints (1: the final one).")
+    noise_checkpoints: int = Field(3, ge=2, description="The report: checkpoint noise is the SD over each run's last "
+                                   "this many checkpoints.")
+    primary: PrimaryDecision | None = Field(None, description="The one pre-registered comparison, decided first and "
+                                            "alone at alpha 0.05; every other difference is exploratory. Changes "
+                                            "the report only. null: none.")
+    seed_sd: dict[str, float] = Field({}, description="Stated seed SDs: what an arm with one seed is decided "
+                                      "against where no other rung of the ladder measured its seeds with two or "
+                                      "more. The SD of an arm's score across seeds, in the family's shown unit "
+                                      "(points for accuracy and p_gold, bits/byte for bpb and clean_text), keyed by "
+                                      "family (`accuracy`) or score (`accuracy:average`, `bpb:ARC`; this one first); "
+                                      "each above 0. Without either, such an arm's pairs decide nothing.")
+    slurm: EvaluationSlurm = Field(EvaluationSlurm(), description="The evaluation array: one task per checkpoint, "
+                                   "one GPU each.")
 
     @field_validator("seed_sd")
     @classmethod

@@ -11,15 +11,16 @@ class ExecutorConfig(StrictModel):
     """How jobs are launched on Slurm. Whether they are is decided by how a script is started
     (`sbatch slurm/<stage>.sh` submits, `bash slurm/<stage>.sh` runs here), not by this config."""
 
-    # Slurm only: a command run before each task (e.g. `source .venv/bin/activate`).
-    env_command: str | None = None
-    job_name_prefix: str = "xsuite"
-    # Slurm's MaxArraySize (1001 by default): a stage of more tasks is submitted as several arrays
-    max_array_size: int = Field(1001, ge=1)
-    # the most array tasks the flow holds queued at once (each counts as a job against a site's
-    # per-user MaxSubmitJobs; leave room for your other jobs); null: no limit. Past it, the flow
-    # submits what fits and one job that submits the rest when that has finished (corpus/flow/submit.py)
-    max_queued_tasks: int | None = Field(None, ge=3)
+    env_command: str | None = Field(None, description="Slurm only: a shell command run before each task or job, "
+                                    "e.g. `source .venv/bin/activate`; null: none.")
+    job_name_prefix: str = Field("xsuite", description="Start of every Slurm job name the suite submits "
+                                 "(`<prefix>-<stage>`), to find its jobs in `squeue`.")
+    max_array_size: int = Field(1001, ge=1, description="Your site's Slurm MaxArraySize (1001 is Slurm's default): "
+                                "a corpus stage of more tasks is submitted as several arrays.")
+    max_queued_tasks: int | None = Field(None, ge=3, description="The most array tasks the corpus flow holds queued "
+                                         "at once (each counts against a site's per-user MaxSubmitJobs: leave room "
+                                         "for your other jobs); past it, it submits what fits and one job that "
+                                         "submits the rest when that has finished. null: no limit.")
 
     @model_validator(mode="before")
     @classmethod

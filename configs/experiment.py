@@ -30,18 +30,33 @@ from corpus.read.reference import ReferenceArm
 
 
 class ExperimentConfig(StrictModel):
-    name: str
-    output_root: Path
-    inputs: InputsConfig
-    extraction: ExtractionConfig = ExtractionConfig()
-    executor: ExecutorConfig = ExecutorConfig()
-    arms: dict[str, Arm] = Field(min_length=1)
-    postprocess: PostprocessConfig = PostprocessConfig()
-    tokenizer: TokenizerConfig | None = None
-    dataset: DatasetConfig | None = None
-    pretrain: PretrainConfig | None = None
-    evaluation: EvaluationConfig | None = None
-    plan: PlanConfig = PlanConfig()
+    name: str = Field(description="The experiment's name; it names its report folder (`report/<name>`), so "
+                      "configs that share an output root keep their reports apart.")
+    output_root: Path = Field(description="The folder every stage writes under; a run that finds its outputs "
+                              "there resumes. Configs may share one (a variant that `include:`s another) to build "
+                              "the corpora once.")
+    inputs: InputsConfig = Field(description="Where the WARC records come from (exactly one source) and how their "
+                                 "files are read.")
+    extraction: ExtractionConfig = Field(ExtractionConfig(), description="Record limits applied identically "
+                                         "before every arm, and the format of every extractor arm's text.")
+    executor: ExecutorConfig = Field(ExecutorConfig(), description="How jobs are launched on Slurm. Whether they are "
+                                     "is decided by how a script is started (`sbatch slurm/<stage>.sh` submits, "
+                                     "`bash slurm/<stage>.sh` runs here), not by this config.")
+    arms: dict[str, Arm] = Field(min_length=1, description="The rows of the comparison, by name (letters, digits, "
+                                 "`-`, `_`: it names folders): each extracts the WARC records with "
+                                 "`extractor: <kind>`, or reads an existing corpus with `corpus: <format>`. At "
+                                 "least one extractor arm.")
+    postprocess: PostprocessConfig = Field(PostprocessConfig(), description="The filters and deduplication, applied "
+                                           "as one block to every arm.")
+    tokenizer: TokenizerConfig | None = Field(None, description="The one tokenizer of every arm; null: the flow "
+                                              "stops after post-processing.")
+    dataset: DatasetConfig | None = Field(None, description="The token budget each arm is cut to; needs "
+                                          "`tokenizer`.")
+    pretrain: PretrainConfig | None = Field(None, description="The decoders trained on every arm; needs `dataset`.")
+    evaluation: EvaluationConfig | None = Field(None, description="lm-eval over every exported checkpoint, and the "
+                                                "report's settings.")
+    plan: PlanConfig = Field(PlanConfig(), description="The pilot of `python -m corpus.flow.plan` and the rates it "
+                             "assumes where nothing measured them.")
     _experiment: ExperimentConfig | None = PrivateAttr(None)  # for_rung's: the whole experiment it was cut from
 
     @field_validator("arms", mode="before")

@@ -16,9 +16,11 @@ class SampleInput(StrictModel):
     """Generate the embedded sample WARC (corpus.sample) under the output root: `files` WARC
     files of `pages` generated pages each (file i from seed `seed + i`)."""
 
-    pages: int = Field(300, ge=1)
-    seed: int = 0
-    files: int = Field(1, ge=1)
+    pages: int = Field(300, ge=1, description="Generated pages in each sample WARC file.")
+    seed: int = Field(0, description="Seed of the first file; file i is generated from seed `seed + i`. An "
+                      "`evaluation.clean_text` set's generated pages must use another seed.")
+    files: int = Field(1, ge=1, description="Sample WARC files to generate; more than one lets the corpus stages "
+                       "run several tasks.")
 
     def warc_paths(self) -> list[str]:
         """Relative to the sample folder: one file is `sample.warc.gz`; several are
@@ -33,10 +35,14 @@ class CommonCrawlInput(StrictModel):
     generator, so the selection is reproducible and independent of the arm.
     """
 
-    snapshots: list[str] = Field(min_length=1)
-    files_per_snapshot: int = Field(ge=1)
-    seed: int = 0
-    base_url: str = "s3://commoncrawl/"
+    snapshots: list[str] = Field(min_length=1, description="Common Crawl snapshot names, each like "
+                                 "`CC-MAIN-2024-10` (another form is refused).")
+    files_per_snapshot: int = Field(ge=1, description="WARC files drawn from each snapshot's `warc.paths.gz`; "
+                                    "sets how much is read, so size it to the token budget (`python -m "
+                                    "corpus.flow.plan` says whether it suffices).")
+    seed: int = Field(0, description="Seed of the draw of files from each snapshot.")
+    base_url: str = Field("s3://commoncrawl/", description="Where the snapshots are read from, through fsspec: "
+                          "`s3://commoncrawl/` or `https://data.commoncrawl.org/` (or a mirror of the same layout).")
 
     @field_validator("snapshots")
     @classmethod
@@ -53,34 +59,47 @@ class ReadRetries(StrictModel):
     (at most `max_backoff_s`) for the n-th failure in a row; `attempts` failures in a row with no
     record read in between, and the next one fails the task."""
 
-    attempts: int = Field(8, ge=0)
-    backoff_s: float = Field(2.0, ge=0)
-    max_backoff_s: float = Field(120.0, ge=0)
+    attempts: int = Field(8, ge=0, description="Transient read errors of one file in a row (no record read in "
+                          "between) that are retried; the next one fails the task.")
+    backoff_s: float = Field(2.0, ge=0, description="Seconds before the first retry; the n-th failure in a row "
+                             "waits `backoff_s` x 2^(n-1) seconds.")
+    max_backoff_s: float = Field(120.0, ge=0, description="The longest wait between two retries, in seconds.")
 
 
 class InputsConfig(StrictModel):
     """Exactly one source of WARC records, and how its files are read."""
 
-    warc: list[str] | None = None  # local paths or globs (relative to the working directory), or URLs
-    common_crawl: CommonCrawlInput | None = None
-    sample: SampleInput | None = None
-    # JSON lines of the input files' expected `size` and/or `sha256` (and `records`), one file a line,
-    # `path` relative to the manifest's folder: a local mirror's own record of its files (corpus.read.manifest)
-    manifest: str | None = None
-    # a file that is not whole WARC records (truncated, a corrupt gzip member, not a WARC): `fail`
-    # its task, or `skip` it, counted and named in the ledger
-    on_corrupt: Literal["fail", "skip"] = "fail"
-    # check each response record's WARC-Block-Digest (else its WARC-Payload-Digest) where it carries
-    # one: a record whose bytes do not give it is damaged (named, and `on_corrupt` decides)
-    verify_digests: bool = True
-    # a remote file whose size neither its listing nor `manifest` gives: `refuse` the run, naming it,
-    # or `read` it to the first end of its stream, marked "completeness not verified" in the ledger
-    unknown_size: Literal["refuse", "read"] = "refuse"
-    retries: ReadRetries = ReadRetries()
-    read_timeout_s: float = Field(120.0, gt=0)  # a remote read that stalls this long fails (and is retried)
-    # fsspec options of the input files' filesystem, e.g. {anon: true} or {profile: NAME} for s3://,
-    # {block_size: BYTES} (bytes per request)
-    storage_options: dict[str, Any] = {}
+    warc: list[str] | None = Field(None, description="Local WARC paths or globs (relative to the working "
+                                   "directory), or URLs of one scheme and host listed one by one (not globs). One "
+                                   "of `warc`, `common_crawl`, `sample`.")
+    common_crawl: CommonCrawlInput | None = Field(None, description="A seeded draw of WARC files from Common Crawl "
+                                                  "snapshots. One of `warc`, `common_crawl`, `sample`.")
+    sample: SampleInput | None = Field(None, description="The embedded sample: WARC files the project generates "
+                                       "under the output root, with their gold main content. One of `warc`, "
+                                       "`common_crawl`, `sample`.")
+    manifest: str | None = Field(None, description="A local mirror's own record of its files (`python -m "
+                                 "corpus.read.manifest` writes one): JSON lines of `path` (relative to the "
+                                 "manifest's folder), `size` and/or `sha256`, optionally `records`, one file a "
+                                 "line. Its sizes replace the listing's and its sha256 is checked as each file is "
+                                 "read. Not with `sample`.")
+    on_corrupt: Literal["fail", "skip"] = Field("fail", description="A file that is not whole WARC records "
+                                                "(truncated, a corrupt gzip member, not a WARC): `fail` fails its "
+                                                "task; `skip` counts it, keeps its whole records and names it in "
+                                                "the ledger.")
+    verify_digests: bool = Field(True, description="Check each response record's WARC-Block-Digest (else its "
+                                 "WARC-Payload-Digest) where it carries one; a record whose bytes do not give it is "
+                                 "damaged, and `on_corrupt` decides. `false` trusts the records as framed.")
+    unknown_size: Literal["refuse", "read"] = Field("refuse", description="A remote file whose size neither its "
+                                                    "listing nor `manifest` gives: `refuse` the run, naming it, or "
+                                                    "`read` it to the end of its stream, marked not verified in "
+                                                    "the ledger.")
+    retries: ReadRetries = Field(ReadRetries(), description="Retries of transient read errors (HTTP 5xx, "
+                                 "throttling, a dropped connection, a timeout), each from the next unread record.")
+    read_timeout_s: float = Field(120.0, gt=0, description="Seconds a remote read may stall before it fails (and "
+                                  "is retried).")
+    storage_options: dict[str, Any] = Field({}, description="fsspec options of the input files' filesystem, e.g. "
+                                            "`{anon: true}` or `{profile: NAME}` for `s3://`, `{block_size: BYTES}` "
+                                            "(bytes per request; 0 streams each file from its start).")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> InputsConfig:

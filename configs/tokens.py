@@ -17,13 +17,22 @@ class TokenizerConfig(StrictModel):
     every arm's extracted documents.
     """
 
-    kind: Literal["pretrained", "sentencepiece"]
-    name_or_path: str | None = None
-    eos_token: str = "</s>"  # the end-of-document token; the project's SentencePiece models use </s>
-    vocab_size: int = Field(8000, ge=384)  # 256 byte-fallback pieces + specials + merges
-    sample_chars_per_arm: int = Field(2_000_000, ge=1000)
-    seed: int = 0
-    resources: TaskResources = TaskResources(mem_per_cpu_gb=16)
+    kind: Literal["pretrained", "sentencepiece"] = Field(description="`pretrained`: an existing Hugging Face "
+                                                         "tokenizer; `sentencepiece`: one trained by the project on "
+                                                         "the extractor arms' text.")
+    name_or_path: str | None = Field(None, description="kind: pretrained only (and needed there): the tokenizer's "
+                                     "local folder or hub id, fetched once by the tokenizer stage.")
+    eos_token: str = Field("</s>", description="The end-of-document token appended to every document; kind: "
+                           "sentencepiece always uses `</s>`, so change it only for a pretrained tokenizer.")
+    # 256 byte-fallback pieces + specials + merges
+    vocab_size: int = Field(8000, ge=384, description="kind: sentencepiece only: vocabulary size of the trained "
+                            "tokenizer.")
+    sample_chars_per_arm: int = Field(2_000_000, ge=1000, description="kind: sentencepiece only: characters of "
+                                      "extracted text drawn from each extractor arm (bounds and reference corpora "
+                                      "aside) to train the tokenizer on.")
+    seed: int = Field(0, description="kind: sentencepiece only: seed of the training sample's draw.")
+    resources: TaskResources = Field(TaskResources(mem_per_cpu_gb=16), description="Slurm resources of the "
+                                     "tokenizer stage's one task.")
 
     @model_validator(mode="after")
     def _options_of_the_kind(self) -> TokenizerConfig:
@@ -47,10 +56,16 @@ class DatasetConfig(StrictModel):
     in every arm and the draw depends on neither the task count nor the file order; only the last
     selected document is cut short. The budget stage reads one token shard at a time."""
 
-    tokens_per_arm: int = Field(ge=1)
-    seed: int = 0
-    # the most tokens (a document more, at most) of one file a reference arm's read stage writes: a
-    # read task's share of the tokens is split into such files, and the arm's post-processing and
+    tokens_per_arm: int = Field(ge=1, description="The token budget: every arm's dataset is cut to exactly this "
+                                "many tokens (end-of-document tokens included). It must hold each rung's "
+                                "training tokens.")
+    seed: int = Field(0, description="Seed of the document order the budget is cut in (a hash of seed and record "
+                      "id, so every arm prefers the same records).")
+    # a read task's share of the tokens is split into such files, and the arm's post-processing and
     # tokenisation run a task per file, so a corpus read in 32 tasks still gives bounded token shards
-    reference_shard_tokens: int = Field(250_000_000, ge=1)
-    resources: TaskResources = TaskResources(mem_per_cpu_gb=8, time="24:00:00")
+    reference_shard_tokens: int = Field(250_000_000, ge=1, description="The most tokens (a document more, at most) "
+                                        "of one file a reference arm's read stage writes, and so of one task of its "
+                                        "post-processing and tokenisation and of one token shard. Lower it when "
+                                        "those tasks run out of memory or time.")
+    resources: TaskResources = Field(TaskResources(mem_per_cpu_gb=8, time="24:00:00"), description="Slurm resources "
+                                     "of the budget stage's task.")

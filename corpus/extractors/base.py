@@ -7,6 +7,8 @@ from abc import abstractmethod
 from importlib import metadata
 from typing import ClassVar
 
+from pydantic import Field
+
 from configs.base import Resources, StrictModel
 
 
@@ -15,7 +17,8 @@ class ExtractorArm(StrictModel):
     options. Only config here: steps are built inside the task's process, where the heavy
     libraries (datatrove, models) are imported."""
 
-    resources: Resources = Resources()
+    resources: Resources = Field(Resources(), description="Tasks and Slurm resources of the arm's extraction "
+                                 "stage; a GPU extractor needs `gpus_per_task`.")
 
     # A bound (the gold text), not an extractor: left out of the tokenizer's training sample and
     # of the extraction benchmark, where it would only score itself.

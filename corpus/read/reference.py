@@ -30,24 +30,32 @@ HUB, PARQUET, JSONL = "huggingface", "parquet", "jsonl"
 
 
 class ReferenceArm(StrictModel):
-    corpus: Literal["huggingface", "parquet", "jsonl"]
-    # huggingface: a hub id (or a local dataset folder), its config/subset and split; streamed
-    dataset: str | None = None
-    subset: str | None = None
-    split: str | None = None
-    # parquet, jsonl: local files or globs (.jsonl, .jsonl.gz)
-    paths: list[str] | None = None
-    text_field: str = "text"
-    id_field: str = "id"  # documents without one are named <file>/<row>
-    # the draw: `seed` orders the local files; each document is kept with probability
-    # `sample_rate`, decided by a hash of the seed and its id (the same documents on every run)
-    seed: int = 0
-    sample_rate: float = Field(1.0, gt=0, le=1)
-    max_documents: int | None = Field(None, ge=1)  # per read task; the token quota usually stops first
-    # tokens read per token of the budget; null: 1.2, or 2.0 with postprocess (which removes some)
-    token_margin: float | None = Field(None, ge=1)
-    postprocess: bool = False
-    resources: Resources = Resources()
+    corpus: Literal["huggingface", "parquet", "jsonl"] = Field(description="An existing corpus instead of an "
+                                                               "extractor: a Hugging Face dataset (`huggingface`, "
+                                                               "streamed) or local `parquet` or `jsonl` files.")
+    dataset: str | None = Field(None, description="corpus: huggingface (and needed there): a hub id like "
+                                "`HuggingFaceFW/fineweb`, or a local dataset folder.")
+    subset: str | None = Field(None, description="corpus: huggingface: the dataset's config (subset), e.g. "
+                               "`sample-10BT`.")
+    split: str | None = Field(None, description="corpus: huggingface: the split read.")
+    paths: list[str] | None = Field(None, description="corpus: parquet or jsonl (and needed there): local files "
+                                    "or globs (`.jsonl`, `.jsonl.gz`), each matching a file.")
+    text_field: str = Field("text", description="The field holding a document's text.")
+    id_field: str = Field("id", description="The field holding a document's id; documents without one are named "
+                          "`<file>/<row>`.")
+    seed: int = Field(0, description="Orders the local files, and with each document's id decides which documents "
+                      "`sample_rate` keeps (the same documents on every run).")
+    sample_rate: float = Field(1.0, gt=0, le=1, description="Probability a document is kept, decided by a hash of "
+                               "`seed` and its id.")
+    max_documents: int | None = Field(None, ge=1, description="The most documents a read task reads (the token "
+                                      "quota usually stops it first); needed without a `dataset` section.")
+    token_margin: float | None = Field(None, ge=1, description="Tokens read per token of `dataset.tokens_per_arm`; "
+                                       "null: 1.2, or 2.0 with `postprocess` (which removes some).")
+    postprocess: bool = Field(False, description="Send the documents through the experiment's post-processing like "
+                              "an extractor arm's; `false`: they join after it (public corpora are filtered "
+                              "already).")
+    resources: Resources = Field(Resources(), description="Tasks and Slurm resources of the arm's read stage; its "
+                                 "post-processing and tokenisation run a task per file it writes.")
 
     @model_validator(mode="after")
     def _source_of_the_kind(self) -> ReferenceArm:

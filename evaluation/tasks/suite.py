@@ -21,15 +21,24 @@ CATEGORY_TITLES = {"knowledge": "General Knowledge", "reasoning": "Reasoning", "
 class Benchmark(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    category: Literal["knowledge", "reasoning", "reading"]
-    tasks: list[str] = Field(min_length=1)  # the standard lm-eval tasks; a benchmark of several is their mean
-    cloze: list[str] | None = None  # the cloze form, where the standard one is letter-choice
-    score: Literal["acc", "acc_norm", "f1", "em"]
-    chance: float = Field(ge=0, lt=1)
-    shots: int = Field(0, ge=0)
-    items: list[int] = Field(min_length=1)  # documents of each task's scored split (hub version)
-    continuous: list[Literal["bpb", "p_gold"]] = []  # likelihood scores of the headline form (evaluation/metrics/)
+    name: str = Field(description="The benchmark's name in the report's tables.")
+    category: Literal["knowledge", "reasoning", "reading"] = Field(description="The report's category the benchmark "
+                                                                   "is averaged into.")
+    tasks: list[str] = Field(min_length=1, description="The standard lm-eval tasks; a benchmark of several scores "
+                             "their mean.")
+    cloze: list[str] | None = Field(None, description="The cloze form (scored on the answer text), where the "
+                                    "standard one is letter-choice, on which small models sit at chance; null: none.")
+    score: Literal["acc", "acc_norm", "f1", "em"] = Field(description="The lm-eval metric averaged into the category "
+                                                          "and overall means.")
+    chance: float = Field(ge=0, lt=1, description="The score of random guessing, for centered accuracy (score - "
+                          "chance) / (1 - chance).")
+    shots: int = Field(0, ge=0, description="Few-shot examples in each prompt.")
+    items: list[int] = Field(min_length=1, description="Documents of each task's scored split (the hub version), "
+                             "one count per task; the minimum detectable difference is computed from them.")
+    continuous: list[Literal["bpb", "p_gold"]] = Field([], description="The likelihood scores read from the "
+                                                       "headline form's per-document logs (`evaluation/metrics/`): "
+                                                       "`bpb`, bits per byte of the gold continuation; `p_gold`, "
+                                                       "the probability on the gold choice.")
 
     @model_validator(mode="after")
     def _items_per_task(self) -> Benchmark:
@@ -44,8 +53,9 @@ class Benchmark(BaseModel):
 class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    headline: Literal["cloze", "standard"]
-    benchmarks: list[Benchmark] = Field(min_length=1)
+    headline: Literal["cloze", "standard"] = Field(description="Which form of a benchmark with a cloze form the "
+                                                   "category and overall means use.")
+    benchmarks: list[Benchmark] = Field(min_length=1, description="The benchmarks; a task appears in one only.")
 
     @model_validator(mode="after")
     def _unique(self) -> Suite:

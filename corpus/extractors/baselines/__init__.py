@@ -14,11 +14,12 @@ from corpus.extractors.base import ExtractorArm
 
 
 class BaselineArm(ExtractorArm):
-    timeout_s: float = Field(10.0, gt=0)  # per page, seconds of the sandbox worker's CPU time
+    timeout_s: float = Field(10.0, gt=0, description="Seconds of CPU time a page may take in the sandbox worker; "
+                             "a page past it is dropped, counted as a timeout.")
 
 
 class ResiliparseArm(BaselineArm):
-    extractor: Literal["resiliparse"]
+    extractor: Literal["resiliparse"] = Field(description="Resiliparse's main-content extraction.")
     packages: ClassVar = ("resiliparse",)
 
     def step(self):
@@ -28,7 +29,8 @@ class ResiliparseArm(BaselineArm):
 
 
 class ReadabilityArm(BaselineArm):
-    extractor: Literal["readability"]
+    extractor: Literal["readability"] = Field(description="readability-lxml's article, converted to Markdown by "
+                                              "html2text.")
     packages: ClassVar = ("readability-lxml", "html2text")
 
     def step(self):
@@ -38,9 +40,9 @@ class ReadabilityArm(BaselineArm):
 
 
 class JustextArm(BaselineArm):
-    extractor: Literal["justext"]
+    extractor: Literal["justext"] = Field(description="jusText's paragraph classifier.")
     packages: ClassVar = ("jusText",)
-    language: str = "English"  # jusText's stop-word list
+    language: str = Field("English", description="jusText's stop-word list, by its name (`English`, `German`, ...).")
 
     def step(self):
         from corpus.extractors.baselines.steps import Justext
@@ -49,7 +51,8 @@ class JustextArm(BaselineArm):
 
 
 class WholePageArm(BaselineArm):
-    extractor: Literal["html2text"]
+    extractor: Literal["html2text"] = Field(description="The whole page through html2text: the no-extraction "
+                                            "floor.")
     packages: ClassVar = ("html2text",)
 
     def step(self):

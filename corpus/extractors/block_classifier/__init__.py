@@ -9,15 +9,18 @@ import json
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from configs.base import require_model_folder
 from corpus.extractors.base import ExtractorArm
 
 
 class BlockClassifierArm(ExtractorArm):
-    extractor: Literal["block_classifier"]
-    model: str  # the model folder (block_model.json and the model file)
+    extractor: Literal["block_classifier"] = Field(description="The suite's CPU extractor: a small model labels "
+                                                   "each block of the page main or not.")
+    model: str = Field(description="The model folder (`block_model.json` and the model file) written by `python -m "
+                       "corpus.extractors.block_classifier.training`; checked at load, a model of an earlier version "
+                       "is refused.")
     packages: ClassVar = ("selectolax", "lightgbm")  # the parser and the trees (the rest is this suite's code)
 
     @field_validator("model")

@@ -18,11 +18,18 @@ class DripperArm(ExtractorArm):
     """Pages the labeler cannot take (over the context, labeler or parse error) fall back to
     Trafilatura with `fallback` options; every fallback is counted with its reason."""
 
-    extractor: Literal["dripper"]
-    labeler: LabelerConfig
-    markdown: Literal["html2text", "mineru"] = "html2text"
-    batch_pages: int = Field(64, ge=1)
-    fallback: TrafilaturaOptions = TrafilaturaOptions()
+    extractor: Literal["dripper"] = Field(description="Dripper: mineru-html simplifies the page, an LM labels its "
+                                          "blocks main or other, the main blocks become Markdown.")
+    labeler: LabelerConfig = Field(description="What labels the blocks, by `kind`: `vllm` (the model in-process), "
+                                   "`endpoint` (an OpenAI-compatible server) or `encoder` (the project's CPU "
+                                   "encoder).")
+    markdown: Literal["html2text", "mineru"] = Field("html2text", description="How the main blocks become "
+                                                     "Markdown: `html2text`, or `mineru`, MinerU's converter (the "
+                                                     "mineru-webkit package).")
+    batch_pages: int = Field(64, ge=1, description="Pages simplified and sent to the labeler together.")
+    fallback: TrafilaturaOptions = Field(TrafilaturaOptions(), description="Trafilatura options of the fallback, "
+                                         "for pages the labeler cannot take (over the context, labeler or parse "
+                                         "error), each counted with its reason.")
     packages: ClassVar = ("mineru-html",)
 
     def step(self, labeler=None):

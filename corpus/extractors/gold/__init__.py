@@ -12,20 +12,21 @@ from __future__ import annotations
 import glob
 from typing import ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from corpus.extractors.base import ExtractorArm
 
 
 class GoldArm(ExtractorArm):
-    extractor: Literal["gold"]
-    # JSONL files or globs; null: the gold.jsonl the sample generator writes beside its WARCs
-    # (filled in from `inputs.sample` when the experiment loads)
-    gold: list[str] | None = None
-    id_field: str = "id"  # holds the record's WARC-Record-ID
-    field: str = "gold_html"
-    # the field holds HTML: converted to Markdown as the Dripper arm's output is (html2text)
-    html: bool = True
+    extractor: Literal["gold"] = Field(description="The upper bound: every record's gold main content, where the "
+                                       "inputs carry it; a record with none is dropped as `no_gold`.")
+    gold: list[str] | None = Field(None, description="JSONL files or globs of WARC-Record-ID and gold text (each "
+                                   "must match a file); null: the `gold.jsonl` the sample generator writes beside "
+                                   "its WARCs (needs `inputs.sample`).")
+    id_field: str = Field("id", description="The JSONL field holding the record's WARC-Record-ID.")
+    field: str = Field("gold_html", description="The JSONL field holding the gold main content.")
+    html: bool = Field(True, description="`field` holds HTML, converted to Markdown by html2text as the Dripper "
+                       "arm's output is; `false`: text, taken as it is.")
 
     bound: ClassVar[bool] = True
 

@@ -26,11 +26,17 @@ class TrafilaturaOptions(StrictModel):
     per-page limit in seconds of the sandbox worker's CPU time (corpus.extractors.sandbox), not a
     Trafilatura setting."""
 
-    version: str | None = None  # null: the installed release; "1.11.0": that release, in its own environment
-    output_format: Literal["markdown", "txt"] = "markdown"
-    favour_precision: bool = True
-    include_tables: bool = True
-    timeout_s: float = Field(10.0, gt=0)
+    version: str | None = Field(None, description="The Trafilatura release that runs, as on PyPI (e.g. `1.11.0`, "
+                                "the paper's release), in its own environment made by `make trafilatura-release "
+                                "TRAFILATURA=<version>` (checked at load); null: the installed release.")
+    output_format: Literal["markdown", "txt"] = Field("markdown", description="Trafilatura's output: Markdown or "
+                                                      "plain text.")
+    favour_precision: bool = Field(True, description="Trafilatura's `favor_precision`: keep less, more surely "
+                                   "main content.")
+    include_tables: bool = Field(True, description="Keep the text of tables.")
+    timeout_s: float = Field(10.0, gt=0, description="Seconds of CPU time a page may take in the sandbox worker "
+                             "(the suite's limit, not a Trafilatura setting); a page past it is dropped, counted as "
+                             "a timeout.")
 
     @field_validator("version")
     @classmethod
@@ -59,8 +65,8 @@ def trafilatura_step(options: TrafilaturaOptions):
 
 
 class TrafilaturaArm(ExtractorArm):
-    extractor: Literal["trafilatura"]
-    options: TrafilaturaOptions = TrafilaturaOptions()
+    extractor: Literal["trafilatura"] = Field(description="Trafilatura, the paper's baseline arm.")
+    options: TrafilaturaOptions = Field(TrafilaturaOptions(), description="What the arm asks of Trafilatura.")
 
     def step(self):
         return trafilatura_step(self.options)

@@ -19,14 +19,19 @@ DRAFT_MODEL_HINT = ("train one with python -m corpus.extractors.dripper.draft_tr
 class LlmLabelerOptions(StrictModel):
     """What the model and its prompt are, wherever the model runs."""
 
-    model: str = DEFAULT_DRIPPER_MODEL
-    max_context_tokens: int = Field(32768, ge=256)
-    max_output_tokens: int = Field(4096, ge=16)
+    model: str = Field(DEFAULT_DRIPPER_MODEL, description="The labeling model: a hub id or a local Hugging Face "
+                       "folder (with kind: vllm, a path starting `/`, `./` or `../` must be one, checked at load; with "
+                       "kind: endpoint, the served model's name).")
+    max_context_tokens: int = Field(32768, ge=256, description="The model's context in tokens; a page whose prompt "
+                                    "and answer do not fit falls back to Trafilatura (`too_long`).")
+    max_output_tokens: int = Field(4096, ge=16, description="The most tokens of one answer.")
     # mineru-html checks `prompt + dummy answer <= context`, but its dummy answer lacks the
-    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn. Pages in that
-    # gap would get truncated answers; this margin sends them to the counted too_long fallback.
-    answer_margin_tokens: int = Field(64, ge=0)
-    prompt_version: str = "short_compact"
+    # `<answer>…</answer>` tags and its vLLM path adds a second chat-template turn
+    answer_margin_tokens: int = Field(64, ge=0, description="Tokens of the context kept free beyond mineru-html's "
+                                      "own length check, so that pages that would get truncated answers take the "
+                                      "counted `too_long` fallback instead.")
+    prompt_version: str = Field("short_compact", description="mineru-html's prompt, by name: the one the model was "
+                                "trained with.")
 
     @property
     def token_source(self) -> str:
@@ -37,18 +42,23 @@ class LlmLabelerOptions(StrictModel):
 class VllmLabelerConfig(LlmLabelerOptions):
     """The Dripper model in an in-process vLLM engine (one engine per datatrove task)."""
 
-    kind: Literal["vllm"]
-    gpu_memory_utilization: float = Field(0.8, gt=0, le=1)
-    dtype: str = "auto"
-    engine_kwargs: dict = Field(default_factory=dict)
-    # Exact speculative labelling (corpus.extractors.dripper.labelers.speculative): the block classifier
-    # drafts every label and the model verifies the whole answer, decoding only where it disagrees. On
-    # wherever a draft model is given (`draft_model`), off with `draft: none`; the labels are greedy
-    # decoding's either way, only the speed differs.
-    draft: Literal["block_classifier", "none"] | None = None
-    draft_model: str | None = None  # folder of python -m corpus.extractors.dripper.draft_training
-    # draft tokens one step verifies (vLLM's num_speculative_tokens; its rejection sampler takes 128 at most)
-    draft_tokens: int = Field(64, ge=1, le=VLLM_MAX_SPEC_TOKENS)
+    kind: Literal["vllm"] = Field(description="The Dripper model in an in-process vLLM engine, one per datatrove "
+                                  "task (one task per GPU on a cluster).")
+    gpu_memory_utilization: float = Field(0.8, gt=0, le=1, description="Share of the GPU's memory vLLM may take.")
+    dtype: str = Field("auto", description="vLLM's dtype of the weights (`auto`, `bfloat16`, `float16`, ...).")
+    engine_kwargs: dict = Field(default_factory=dict, description="More keyword arguments of vLLM's engine, "
+                                "passed as they are (not `speculative_config` with a block-classifier draft).")
+    # corpus.extractors.dripper.labelers.speculative
+    draft: Literal["block_classifier", "none"] | None = Field(None, description="Exact speculative labelling: the "
+                                                              "block classifier drafts every label and the model "
+                                                              "verifies the whole answer, decoding only where it "
+                                                              "disagrees; the labels are greedy decoding's either "
+                                                              "way, only the speed differs. null: `block_classifier` "
+                                                              "where `draft_model` is given, else `none`.")
+    draft_model: str | None = Field(None, description="The draft's model folder, written by `python -m "
+                                    "corpus.extractors.dripper.draft_training`; needed by `draft: block_classifier`.")
+    draft_tokens: int = Field(64, ge=1, le=VLLM_MAX_SPEC_TOKENS, description="Drafted tokens one step verifies "
+                              "(vLLM's `num_speculative_tokens`; its rejection sampler takes 128 at most).")
 
     _model_exists = field_validator("model")(check_local_model)
 
@@ -80,13 +90,16 @@ class VllmLabelerConfig(LlmLabelerOptions):
 class EndpointLabelerConfig(LlmLabelerOptions):
     """The same requests sent to an OpenAI-compatible server someone already runs."""
 
-    kind: Literal["endpoint"]
-    url: str  # base URL, e.g. http://gpu-node:8000/v1
-    api_key: str = "EMPTY"
-    tokenizer: str | None = None  # folder or hub id of the served model's tokenizer (default: model)
-    concurrency: int = Field(16, ge=1)
-    timeout_s: float = Field(600.0, gt=0)
-    retries: int = Field(2, ge=0)
+    kind: Literal["endpoint"] = Field(description="The same requests sent to an OpenAI-compatible server someone "
+                                      "already runs (e.g. `python -m vllm.entrypoints.openai.api_server`).")
+    url: str = Field(description="The server's base URL, e.g. `http://gpu-node:8000/v1`.")
+    api_key: str = Field("EMPTY", description="Sent as the bearer token of every request.")
+    tokenizer: str | None = Field(None, description="Folder or hub id of the served model's tokenizer, to count "
+                                  "prompt tokens here; null: `model`'s.")
+    concurrency: int = Field(16, ge=1, description="Requests in flight at once.")
+    timeout_s: float = Field(600.0, gt=0, description="Seconds one request may take.")
+    retries: int = Field(2, ge=0, description="Retries of a failed request; when they are spent the labeler "
+                         "fails with an engine error naming the server.")
 
     @property
     def token_source(self) -> str:
@@ -97,9 +110,11 @@ class EncoderLabelerConfig(StrictModel):
     """The project's small encoder (corpus/extractors/dripper/labelers/encoder.py) on CPU; train it with
     `python -m corpus.extractors.dripper.training`."""
 
-    kind: Literal["encoder"]
-    model: str
-    batch_windows: int = Field(32, ge=1)
+    kind: Literal["encoder"] = Field(description="The project's small encoder on CPU.")
+    model: str = Field(description="The encoder's folder, written by `python -m corpus.extractors.dripper.training` "
+                       "(`block_labeler.json` in it; checked at load).")
+    batch_windows: int = Field(32, ge=1, description="Token windows per forward pass (a long page is covered by "
+                               "overlapping windows).")
 
     @field_validator("model")
     @classmethod
