@@ -158,10 +158,16 @@ def statistics_notes(report: dict) -> list[str]:
     return notes
 
 
+UNMEASURED_SEEDS = ("the seeds' noise is unmeasured (fewer than two seeds a side and no seed variance named for the "
+                    "one-seed arm), so there is no test: the interval covers the test documents alone")
+
+
 def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Family]) -> dict | None:
     """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05: its
     interval (arm − reference), `result` better or worse for the arm where p < 0.05, the seeds'
-    noise is in the interval and every seed agrees, else None, and `why` where it is not compared."""
+    noise is in the interval and every seed agrees, else None, and `why` where it is not compared or not tested.
+    Where the seeds' noise is not measured the decision has no `interval` and no p-value, only its
+    `documents_interval` (the test documents' noise alone)."""
     primary = config.evaluation.primary if config.evaluation else None
     if primary is None:
         return None
@@ -183,9 +189,12 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
     if flip:
         cell = cell | {"difference": -cell["difference"], "low": -cell["high"], "high": -cell["low"],
                        "per_seed": [-d for d in cell["per_seed"]]}
-    out["interval"] = cell
     if not cell["seeds_measured"]:
-        return out | {"why": "one seed and no seed variance named for it: the interval covers the test documents alone"}
+        # fewer than two seeds a side and no seed variance named: a p-value would test the documents alone, not the
+        # question, so none is given; the documents' interval stays, labelled as such
+        documents = {k: cell[k] for k in ("difference", "low", "high", "se", "per_seed", "seeds")}
+        return out | {"documents_interval": documents, "why": UNMEASURED_SEEDS}
+    out["interval"] = cell
     better = (cell["difference"] < 0) == report["families"][family]["lower_is_better"]
     decided = cell["p"] < 1 - LEVEL and cell["seeds_agree"]
     return out | {"result": ("better" if better else "worse") if decided else None}

@@ -176,7 +176,7 @@ def primary_agreement(reports: dict[str, dict], evaluated: list[str], reference:
     rungs = {}
     for rung in evaluated:
         p = reports[rung].get("primary") or {}
-        cell = p.get("interval")
+        cell = p.get("interval") or p.get("documents_interval")  # the sign only: a documents' interval tests nothing
         rungs[rung] = {"difference": cell and cell["difference"], "low": cell and cell["low"], "high": cell and cell["high"],
                        "verdict": p.get("result") or ("noise" if cell and not p.get("why") else "not decided"),
                        "why": p.get("why")}

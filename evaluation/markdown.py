@@ -115,6 +115,10 @@ def primary_markdown(report: dict) -> list[str]:
     head = f"**{primary['arm']} − {primary['reference']}** on {_decision_title(fam, family, column)}"
     lines = ["## Primary decision (pre-registered: evaluation.primary)", ""]
     cell = primary["interval"]
+    if documents := primary.get("documents_interval"):
+        seeds = len(documents["seeds"])
+        return lines + [f"{head}: {diff_cell(documents, fam)} (item-only interval: the test documents' noise alone), "
+                        f"{seeds} paired seed{'s' if seeds != 1 else ''}: not decided, no p-value: {primary['why']}."]
     if primary["why"] and cell is None:
         return lines + [f"{head}: not compared: {primary['why']}."]
     seeds = len(cell["seeds"])

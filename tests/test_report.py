@@ -378,7 +378,7 @@ def shifted_runs(config, shifts: dict[str, float], seeds=(1,), n: int = 200, rng
 
 
 def test_one_seed_per_arm_decides_nothing_without_a_named_seed_variance(tmp_path):
-    config = config_for(tmp_path, seeds=(1,))
+    config = config_for(tmp_path, seeds=(1,), primary={"pair": ["b", "a"]})
     shifted_runs(config, {"a": 0.0, "b": 0.3})  # a large difference: the documents alone would call it
     report = build_report(config, SUITE)
     (row,) = report["decision"]
@@ -388,7 +388,14 @@ def test_one_seed_per_arm_decides_nothing_without_a_named_seed_variance(tmp_path
     assert all(c.get("result_holm") is None for c in report["families"]["accuracy"]["pairs"]["b − a"]["units"].values())
     assert any(n.startswith("a: one seed and no seed variance named") for n in report["statistics_notes"])
     assert report["families"]["accuracy"]["noise"]["columns"]["average"]["above_floor"] is None
-    assert "not decided: one seed" in report_markdown(report, SUITE)
+    text = report_markdown(report, SUITE)
+    assert "not decided: one seed" in text
+    # the primary line: no p-value and no inferential interval, the documents' interval labelled as such
+    primary = report["primary"]
+    assert primary["interval"] is None and primary["result"] is None and "p" not in primary["documents_interval"]
+    assert primary["documents_interval"]["difference"] == pytest.approx(cell["difference"])
+    line = next(ln for ln in text.splitlines() if ln.startswith("**b − a**"))
+    assert "p =" not in line and "item-only interval" in line and "seeds' noise is unmeasured" in line
 
 
 def test_one_seed_is_decided_against_the_seed_sd_the_config_states(tmp_path):
