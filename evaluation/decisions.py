@@ -35,20 +35,22 @@ def _decide(cells: list[dict], lower_is_better: list[bool]) -> None:
 
 def _table(report: dict, pairs: list[tuple[str, str]]) -> list[dict]:
     """One row per pair (arm, reference) on the decision's scores, Holm over every cell shown; a
-    score the pair is not compared on is None, and `dropped` lists [score, why]."""
+    score the pair is not compared on is None, and `dropped` lists [score, why] for every such cell."""
     rows, cells, lower = [], [], []
     for arm, ref in pairs:
         row: dict = {"arm": arm, "reference": ref, "dropped": []}
         for family, column in DECISION:
-            fam = report["families"].get(family, {})
-            pair = fam.get("pairs", {}).get(f"{arm} − {ref}", {})
+            if family not in report["families"]:  # a family this run does not evaluate (no clean text): no column
+                continue
+            fam = report["families"][family]
+            pair = fam["pairs"][f"{arm} − {ref}"]
             interval = pair.get("columns", {}).get(column)
             row[f"{family}:{column}"] = dict(interval) if interval else None
             if interval:
                 cells.append(row[f"{family}:{column}"])
                 lower.append(fam["lower_is_better"])
-            elif why := pair.get("dropped", {}).get(f"columns:{column}"):
-                row["dropped"].append([f"{family}:{column}", why])
+            else:
+                row["dropped"].append([f"{family}:{column}", pair.get("not_compared") or pair["dropped"][f"columns:{column}"]])
         rows.append(row)
     _decide(cells, lower)
     return rows

@@ -58,7 +58,7 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
     it, from per-document values: `matrices`, arm -> task -> its seeds x documents (rows in the
     order of `seeds_of[arm]`, the same documents for every arm that has the task; a task an arm
     lacks absent). Each pair is compared on the scores whose tasks both arms have; the others are
-    named in its `dropped`. `views`: clean-text set -> arm -> seeds x documents of plain − Markdown,
+    named in its `dropped`, with why (an arm of the pair lacks a task, or no arm has it). `views`: clean-text set -> arm -> seeds x documents of plain − Markdown,
     on the documents both views share: the view-by-arm interaction of every pair. `named`: (kind,
     score) -> arm -> the seed variance named for an arm with one seed (another rung's, or the
     config's); without one, its pairs' intervals cover the documents alone and decide nothing.
@@ -102,8 +102,11 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
         rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
         tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]],
                               (interaction(a, t, rows[a]), interaction(b, t, rows[b]))) for t in present}
-        for (kind, score), by_arm in variances.items():
-            weights = family.scores()[kind, score]
+        for (kind, score), weights in family.scores().items():
+            if (kind, score) not in variances:  # no arm of the run has its tasks: empty for every pair, and said
+                pairs[name]["dropped"][f"{kind}:{score}"] = f"no arm has documents of {', '.join(sorted(weights))}"
+                continue
+            by_arm = variances[kind, score]
             if not set(weights) <= present:
                 lacking = {arm: sorted(set(weights) - set(matrices[arm])) for arm in (a, b)}
                 pairs[name]["dropped"][f"{kind}:{score}"] = "; ".join(

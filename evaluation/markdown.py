@@ -159,11 +159,11 @@ def decision_markdown(report: dict) -> list[str]:
 
 
 def _dropped_lines(rows: list[dict], fams: dict) -> list[str]:
-    """The scores a pair is not compared on, and why (a task one of its arms has no documents of)."""
+    """Every empty cell of a decision table and why (a task one of its arms, or every arm, has no
+    documents of; no seed in common)."""
     dropped = [f"{row['arm']} − {row['reference']}, {_decision_title(fams[f], f, c)}: {why}"
                for row in rows for (f, c), why in ((key.split(":"), why) for key, why in row["dropped"])]
-    return ["", "Not compared (the pair's arms do not both have the score's tasks; the other pairs keep it): "
-            + "; ".join(dropped) + "."] if dropped else []
+    return ["", "Not compared (each empty cell, and why): " + "; ".join(dropped) + "."] if dropped else []
 
 
 def _tests(rows: list[dict]) -> int:
@@ -205,7 +205,11 @@ def unit_table(report: dict, name: str, suite: Suite) -> list[str]:
             lines.append(f"| {unit} ({'+'.join(b.tasks)}, letter choice) | {b.category} | {b.score} | "
                          + " | ".join(mean_cell(report["table"][a]["standard_form"][unit], family) for a in arms)
                          + " |" * (len(arms) - 1) + " |")
-    return lines
+    empty = [f"{pair}, {family['columns'].get(score, score) if kind == 'columns' else score}: {why}"
+             for pair, p in family["pairs"].items() for (kind, _, score), why in
+             ((key.partition(":"), why) for key, why in p["dropped"].items())]
+    empty += [f"{pair}: {p['not_compared']}" for pair, p in family["pairs"].items() if "not_compared" in p]
+    return lines + (["", "Empty cells (`-`), and why: " + "; ".join(empty) + "."] if empty else [])
 
 
 def family_section(report: dict, name: str, suite: Suite) -> list[str]:

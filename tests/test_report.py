@@ -431,8 +431,15 @@ def test_a_task_missing_for_one_arm_drops_its_scores_for_that_arms_pairs_only(tm
     (b_row, c_row) = report["decision"]
     assert b_row["accuracy:average"] is None and b_row["dropped"][0] == ["accuracy:average", "b has no documents of copa"]
     text = report_markdown(report, SUITE)
-    assert "Not compared (the pair's arms do not both have the score's tasks" in text
+    assert "Not compared (each empty cell, and why): " in text
     assert "b − a, accuracy, Avg (points): b has no documents of copa" in text
+    assert "Empty cells (`-`), and why: b − a, COPA: b has no documents of copa" in text
+    # a family no arm logged (these runs log accuracy only): every empty cell of every table says why
+    for row in report["decision"] + report["every_pair"]:
+        empty = {key for key, cell in row.items() if cell is None}
+        assert empty and empty == {key for key, _ in row["dropped"]}
+    assert dict(b_row["dropped"])["bpb:average"].startswith("no arm has documents of ")
+    assert "b − a, bits/byte of gold answers, Avg (bits/byte, lower is better): no arm has documents of " in text
     # the headline: c's average from the seed that has every task, and says so
     assert "(1 of 2 seeds)" in text
 
