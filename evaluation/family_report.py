@@ -58,8 +58,9 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
     it, from per-document values: `matrices`, arm -> task -> its seeds x documents (rows in the
     order of `seeds_of[arm]`, the same documents for every arm that has the task; a task an arm
     lacks absent). Each pair is compared on the scores whose tasks both arms have; the others are
-    named in its `dropped`, with why (an arm of the pair lacks a task, or no arm has it). `views`: clean-text set -> arm -> seeds x documents of plain − Markdown,
-    on the documents both views share: the view-by-arm interaction of every pair. `named`: (kind,
+    named in its `dropped`, with why (an arm of the pair lacks a task, or no arm has it). `views`:
+    clean-text set -> arm -> seeds x documents of plain − Markdown, on the documents both views
+    share: the view-by-arm interaction of every pair. `named`: (kind,
     score) -> arm -> the seed variance named for an arm with one seed (another rung's, or the
     config's); without one, its pairs' intervals cover the documents alone and decide nothing.
     Per-benchmark differences are Holm-adjusted over every pair and benchmark of the family whose
