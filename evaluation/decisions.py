@@ -134,6 +134,12 @@ def statistics_notes(report: dict) -> list[str]:
                          + (" (where none is named for a score, that score is not decided)" if None in sources else "")
                          + ": a result there is one against that named variance, not this rung's own seeds (the "
                          "cells say which: ‡).")
+    for check in report.get("stated_seed_checks", []):
+        scale, unit = fams[check["family"]]["scale"], fams[check["family"]]["unit"]
+        notes.append(f"{markdown.FAMILY_SHORT[check['family']]} {check['score'].partition(':')[2]}: seed SD "
+                     f"{check['stated']}, beside {scale * check['measured_sd']:.3g} {unit} measured at this rung on "
+                     f"{', '.join(check['arms'])} (95% interval [{scale * check['low']:.3g}, {scale * check['high']:.3g}], "
+                     f"{check['df']:g} degrees of freedom): within or above it, so accepted.")
     unvaried = {name: f["unvaried_seeds"] for name, f in fams.items() if f.get("unvaried_seeds")}
     if unvaried:
         notes.append("Every seed gave the same value on every document (" + "; ".join(

@@ -153,9 +153,17 @@ def decision_markdown(report: dict) -> list[str]:
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]
-    lines += _dropped_lines(report["decision"], fams)
+    lines += _source_lines(report["decision"], fams) + _dropped_lines(report["decision"], fams)
     notes = notes_markdown(report)
     return lines + ([""] + notes if notes else [])
+
+
+def _source_lines(rows: list[dict], fams: dict) -> list[str]:
+    """Every ‡ cell's seed variance not measured on its own seeds at this rung, by where it comes from."""
+    named = [f"{row['arm']} − {row['reference']}, {_decision_title(fams[f], f, c)}: {cell['seed_source']}"
+             for row in rows for key, cell in row.items() if isinstance(cell, dict) and cell.get("seed_source")
+             for f, c in [key.split(":")]]
+    return ["", "‡ the seed variance each such cell rests on: " + "; ".join(named) + "."] if named else []
 
 
 def _dropped_lines(rows: list[dict], fams: dict) -> list[str]:
@@ -248,7 +256,7 @@ def pairs_table(report: dict) -> list[str]:
              f"As the decision table, with Holm's adjustment over the {tests} differences of this table.", "",
              "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |", "|---|" + "---|" * len(shown)]
     return lines + [_decision_row(row, shown, fams) for row in report["every_pair"]] \
-        + _dropped_lines(report["every_pair"], fams)
+        + _source_lines(report["every_pair"], fams) + _dropped_lines(report["every_pair"], fams)
 
 
 def format_markdown(report: dict) -> list[str]:

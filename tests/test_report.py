@@ -406,12 +406,30 @@ def test_one_seed_is_decided_against_the_seed_sd_the_config_states(tmp_path):
     # each arm's seed variance is stated as (0.5 points)^2, known: the seeds' part adds both over one seed
     assert cell["seeds_measured"] and cell["var_seeds"] == pytest.approx(2 * 0.005 ** 2) and cell["df_seeds"] is None
     assert cell["result"] == "better"
-    assert cell["seed_source"] == "a: stated in evaluation.seed_sd; b: stated in evaluation.seed_sd"
+    stated = "stated in evaluation.seed_sd (accuracy:average: 0.5 points)"
+    assert cell["seed_source"] == f"a: {stated}; b: {stated}"
+    assert f"‡ the seed variance each such cell rests on: b − a, accuracy, Avg (points): a: {stated}" \
+        in report_markdown(report, SUITE)
     mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
     assert mmlu["var_seeds"] == pytest.approx(2 * 0.01 ** 2)  # the family's SD where the score has none of its own
     assert "‡" in report_markdown(report, SUITE)
     with pytest.raises(SystemExit, match="evaluation.seed_sd: accuracy:nothing: no such family or score"):
         build_report(config_for(tmp_path / "x", seeds=(1,), seed_sd={"accuracy:nothing": 1.0}), SUITE)
+
+
+def test_a_stated_seed_sd_below_what_the_rung_measured_on_its_other_arms_is_refused(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2, 3), seed_sd={"accuracy:average": 0.1})
+    shifted_runs(config, {"a": 0.0}, seeds=(1, 2, 3))  # a's seeds shift its score by 2 points (SD)
+    shifted_runs(config, {"b": 0.1}, seeds=(1,))  # b has one seed: decided against the stated SD
+    with pytest.raises(SystemExit, match=r"evaluation.seed_sd: stated in evaluation.seed_sd \(accuracy:average: 0.1 "
+                                         r"points\) on accuracy columns:average is below what this rung measured on a"):
+        build_report(config, SUITE)
+    config = config_for(tmp_path, seeds=(1, 2, 3), seed_sd={"accuracy:average": 5.0})
+    report = build_report(config, SUITE)
+    (check,) = [c for c in report["stated_seed_checks"] if c["score"] == "columns:average"]
+    assert check["arms"] == ["a"] and check["df"] == 2 and check["low"] <= check["measured_sd"] <= check["high"]
+    assert any("seed SD stated in evaluation.seed_sd (accuracy:average: 5 points), beside" in n
+               for n in report["statistics_notes"])
 
 
 def test_a_task_missing_for_one_arm_drops_its_scores_for_that_arms_pairs_only(tmp_path):
