@@ -10,6 +10,7 @@ from itertools import combinations
 from configs.experiment import ExperimentConfig
 from evaluation import markdown
 from evaluation.metrics import DECISION, Family
+from evaluation.preregistration import preregistration
 from evaluation.statistics.intervals import (
     LEVEL,
     decidable_beyond,
@@ -171,9 +172,11 @@ UNMEASURED_SEEDS = ("the seeds' noise is unmeasured (fewer than two seeds a side
 
 
 def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Family]) -> dict | None:
-    """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05: its
-    interval (arm − reference), `result` better or worse for the arm where p < 0.05, the seeds'
-    noise is in the interval and every seed agrees, else None, and `why` where it is not compared or not tested.
+    """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05 at its
+    deciding rung (`deciding`; at the other rungs descriptive, no result): its interval (arm −
+    reference), `p` (two- or one-sided, `sides`), `result` better or worse for the arm where p < 0.05,
+    the seeds' noise is in the interval and every seed agrees, else None, `why` where it is not
+    compared or not tested, and its pre-registration `record` (evaluation/preregistration.py).
     Where the seeds' noise is not measured the decision has no `interval` and no p-value, only its
     `documents_interval` (the test documents' noise alone)."""
     primary = config.evaluation.primary if config.evaluation else None
@@ -184,8 +187,10 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
         raise SystemExit(f"evaluation.primary.score: {primary.score}: no such score in this run's report (a family's "
                          "column: " + ", ".join(f"{f}:{c}" for f, fam in fams.items() for c in fam.columns) + ")")
     arm, ref = primary.pair
-    out = {"arm": arm, "reference": ref, "score": primary.score, "alpha": 1 - LEVEL, "interval": None, "result": None,
-           "why": None}
+    record = preregistration(config)
+    out = {"arm": arm, "reference": ref, "score": primary.score, "alpha": 1 - LEVEL, "sides": primary.sides,
+           "interval": None, "result": None, "why": None, "record": record,
+           "deciding": not config.pretrain or config.pretrain.rung.name == record["deciding_rung"]}
     absent = [a for a in (arm, ref) if a not in report["arms"]]
     if absent:
         return out | {"why": f"{', '.join(absent)}: no evaluated run at the compared step"}
@@ -203,9 +208,13 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
         documents = {k: cell[k] for k in ("difference", "low", "high", "se", "per_seed", "seeds")}
         return out | {"documents_interval": documents, "why": UNMEASURED_SEEDS}
     out["interval"] = cell
+    if not out["deciding"]:  # one hypothesis, one test: at its deciding rung
+        return out | {"why": f"descriptive: the deciding rung is {record['deciding_rung']}"}
     better = (cell["difference"] < 0) == report["families"][family]["lower_is_better"]
-    decided = cell["p"] < 1 - LEVEL and cell["seeds_agree"]
-    return out | {"result": ("better" if better else "worse") if decided else None}
+    # one-sided: only the arm better than the reference is a result (half the two-sided tail, that side only)
+    p = cell["p"] if primary.sides == "two-sided" else cell["p"] / 2 if better else 1 - cell["p"] / 2
+    decided = p < 1 - LEVEL and cell["seeds_agree"]
+    return out | {"p": p, "result": ("better" if better else "worse") if decided else None}
 
 
 

@@ -118,18 +118,34 @@ def primary_markdown(report: dict) -> list[str]:
     if documents := primary.get("documents_interval"):
         seeds = len(documents["seeds"])
         return lines + [f"{head}: {diff_cell(documents, fam)} (item-only interval: the test documents' noise alone), "
-                        f"{seeds} paired seed{'s' if seeds != 1 else ''}: not decided, no p-value: {primary['why']}."]
+                        f"{seeds} paired seed{'s' if seeds != 1 else ''}: not decided, no p-value: {primary['why']}.",
+                        "", record_line(primary["record"])]
     if primary["why"] and cell is None:
-        return lines + [f"{head}: not compared: {primary['why']}."]
+        return lines + [f"{head}: not compared: {primary['why']}.", "", record_line(primary["record"])]
     seeds = len(cell["seeds"])
-    said = (f"{head}: {diff_cell(cell, fam)}, p = {cell['p']:.3g}, {seeds} paired seed{'s' if seeds != 1 else ''}"
+    p = f", p = {primary['p']:.3g} ({primary['sides']})" if primary["deciding"] else ""
+    said = (f"{head}: {diff_cell(cell, fam)}{p}, {seeds} paired seed{'s' if seeds != 1 else ''}"
             + (f" (seed variance {cell['seed_source']})" if cell["seed_source"] else "") + ": "
             + (f"**{primary['result']}**" if primary["result"] else
                f"not decided ({primary['why']})" if primary["why"] else
-               "resolved, seeds split" if cell["resolved"] else "noise") + ".")
-    return lines + [said, "", "The rule: this one comparison is decided alone, at α = 0.05 (a result when its interval "
-                    "excludes zero and every seed agrees in sign); every other difference below is exploratory, "
-                    "Holm over its own table."]
+               "resolved, seeds split" if cell["resolved"] else "noise")
+            + (" (exploratory: see the record)" if primary["record"]["status"] == "exploratory" else "") + ".")
+    return lines + [said, "", record_line(primary["record"]), "", "The rule: this one comparison is decided alone, at "
+                    "its deciding rung, at α = 0.05 (a result when its p-value is below it and every seed agrees in "
+                    "sign); the other rungs' results are descriptive, and every other difference below is "
+                    "exploratory, Holm over its own table."]
+
+
+def record_line(record: dict) -> str:
+    """The primary decision's pre-registration record as the report states it."""
+    when = (f"fixed in commit {record['commit'][:12]} of {record['config']} on {record['date']}, "
+            + ("before its deciding runs existed" if record["fixed_before_runs"] else "after its deciding runs existed")
+            + (f" (first evaluated {record['first_deciding_run']})" if record["first_deciding_run"] else " (none yet)")
+            if record["commit"] else "not recorded in git")
+    return (f"Pre-registration record: {' − '.join(record['pair'])} on {record['score']}, {record['sides']}, deciding "
+            f"rung {record['deciding_rung']}, α = {record['alpha']:.2g}; "
+            + ("chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed); " if record["pilot_informed"]
+               else "") + f"{when}. Status: **{record['status']}**" + (f" ({record['why']})" if record["why"] else "") + ".")
 
 
 def decision_markdown(report: dict) -> list[str]:
@@ -413,16 +429,17 @@ def ladder_markdown(report: dict) -> list[str]:
     fams = reports[reference]["families"]
     if primary := ladder.get("primary"):
         family, column = primary["score"].split(":")
+        deciding = next((rung for rung, r in primary["rungs"].items() if r["deciding"]), reference)
         lines += ["", f"The primary decision at every rung: {primary['arm']} − {primary['reference']} on "
-                      f"{_decision_title(fams[family], family, column)}, each rung's alone at α = 0.05 (every seed "
-                      f"agreeing), beside {reference}'s.", "",
-                  "| rung | difference [95% interval] | verdict | sign as at " + reference + " | verdict as at "
-                  + reference + " |", "|---|---|---|---|---|"]
+                      f"{_decision_title(fams[family], family, column)}, decided once, at its deciding rung alone at "
+                      "α = 0.05 (every seed agreeing); the other rungs are descriptive, their sign beside "
+                      f"{deciding}'s.", "",
+                  "| rung | difference [95% interval] | verdict | sign as at " + deciding + " |", "|---|---|---|---|"]
         for rung, r in primary["rungs"].items():
             interval = "-" if r["difference"] is None else diff_cell(r, fams[family])
             verdict = r["verdict"] + (f" ({r['why']})" if r["why"] else "")
             sign = "-" if r["sign_agrees"] is None else "yes" if r["sign_agrees"] else "no"
-            lines.append(f"| {rung} | {interval} | {verdict} | {sign} | {'yes' if r['verdict_agrees'] else 'no'} |")
+            lines.append(f"| {rung} | {interval} | {verdict} | {sign} |")
     lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
                   f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
                   "every seed agreeing), how many the rung resolves the same way, calls noise, or resolves the other "

@@ -524,3 +524,46 @@ def test_an_interval_with_no_measured_noise_is_not_shown_as_a_bracket_of_no_widt
     cell = {"difference": -0.125, "low": -0.125, "high": -0.125, "se": 0.0, "p": 1.0}
     assert diff_cell(cell, family) == "-12.50 (no noise measured: no interval)"
     assert diff_cell(cell | {"low": -0.2, "high": -0.05, "se": 0.04}, family) == "-12.50 [-20.00, -5.00]"
+
+
+def test_the_primary_decision_carries_its_pre_registration_record_checked_against_git(tmp_path):
+    import subprocess
+
+    import yaml
+
+    from configs.experiment import load_experiment
+    from evaluation.preregistration import preregistration
+
+    raw = pretrain_experiment(tmp_path, evaluation={"primary": {"pair": ["b", "a"], "pilot_informed": True,
+                                                                "sides": "one-sided"}})
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    path = tmp_path / "experiment.yaml"
+
+    def commit(date: str) -> None:
+        path.write_text(yaml.safe_dump(raw))
+        env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "PATH": "/usr/bin:/bin"}
+        for args in (["init", "-q"], ["add", path.name], ["commit", "-q", "-m", "primary"]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, env=env, check=True)
+
+    commit("2020-01-01T00:00:00+00:00")  # fixed long before the runs below
+    shifted_runs(load_experiment(path), {"a": 0.0, "b": 0.15}, seeds=(1, 2, 3))
+    report = build_report(load_experiment(path), SUITE)
+    primary, record = report["primary"], report["primary"]["record"]
+    assert record["status"] == "pilot-informed" and record["fixed_before_runs"] and record["sides"] == "one-sided"
+    assert record["deciding_rung"] == load_experiment(path).rungs()[-1] and len(record["commit"]) == 40
+    # one-sided, the arm better: half the two-sided p-value
+    assert primary["deciding"] and primary["result"] == "better" and primary["p"] == pytest.approx(primary["interval"]["p"] / 2)
+    text = report_markdown(report, SUITE)
+    assert "chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed)" in text
+    assert "before its deciding runs existed" in text and "Status: **pilot-informed**" in text
+    raw["evaluation"]["primary"] |= {"sides": "two-sided", "pilot_informed": False}
+    path.write_text(yaml.safe_dump(raw))  # not committed: not recorded, so exploratory
+    record = preregistration(load_experiment(path))
+    assert record["status"] == "exploratory" and "uncommitted changes" in record["why"]
+    commit("2099-12-01T00:00:00+00:00")  # changed after its deciding runs existed
+    record = preregistration(load_experiment(path))
+    assert record["status"] == "exploratory" and not record["fixed_before_runs"]
+    assert "after its deciding runs existed" in record["why"]
+    raw["evaluation"]["primary"]["deciding_rung"] = "nowhere"
+    with pytest.raises(ValueError, match="evaluation.primary.deciding_rung: nowhere is not a rung"):
+        ExperimentConfig.model_validate(raw)
