@@ -202,19 +202,25 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
     if flip:
         cell = cell | {"difference": -cell["difference"], "low": -cell["high"], "high": -cell["low"],
                        "per_seed": [-d for d in cell["per_seed"]]}
+    if not out["deciding"] and cell["seeds_measured"]:  # one hypothesis, one test: at its deciding rung
+        return out | {"interval": cell, "why": f"descriptive: the deciding rung is {record['deciding_rung']}"}
+    return out | decide_primary(cell, report["families"][family]["lower_is_better"], primary.sides)
+
+
+def decide_primary(cell: dict, lower_is_better: bool, sides: str) -> dict:
+    """The primary decision on its cell (arm − reference, `Interval.to_json()` and its seeds): its
+    `interval`, `p` (two- or one-sided) and `result`; where the seeds' noise is not measured, no
+    interval and no p-value, only the documents' interval and `why`."""
     if not cell["seeds_measured"]:
         # fewer than two seeds a side and no seed variance named: a p-value would test the documents alone, not the
         # question, so none is given; the documents' interval stays, labelled as such
         documents = {k: cell[k] for k in ("difference", "low", "high", "se", "per_seed", "seeds")}
-        return out | {"documents_interval": documents, "why": UNMEASURED_SEEDS}
-    out["interval"] = cell
-    if not out["deciding"]:  # one hypothesis, one test: at its deciding rung
-        return out | {"why": f"descriptive: the deciding rung is {record['deciding_rung']}"}
-    better = (cell["difference"] < 0) == report["families"][family]["lower_is_better"]
+        return {"documents_interval": documents, "why": UNMEASURED_SEEDS}
+    better = (cell["difference"] < 0) == lower_is_better
     # one-sided: only the arm better than the reference is a result (half the two-sided tail, that side only)
-    p = cell["p"] if primary.sides == "two-sided" else cell["p"] / 2 if better else 1 - cell["p"] / 2
+    p = cell["p"] if sides == "two-sided" else cell["p"] / 2 if better else 1 - cell["p"] / 2
     decided = p < 1 - LEVEL and cell["seeds_agree"]
-    return out | {"p": p, "result": ("better" if better else "worse") if decided else None}
+    return {"interval": cell, "p": p, "result": ("better" if better else "worse") if decided else None}
 
 
 
