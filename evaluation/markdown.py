@@ -141,11 +141,12 @@ def record_line(record: dict) -> str:
     when = (f"fixed in commit {record['commit'][:12]} of {record['config']} on {record['date']}, "
             + ("before its deciding runs existed" if record["fixed_before_runs"] else "after its deciding runs existed")
             + (f" (first evaluated {record['first_deciding_run']})" if record["first_deciding_run"] else " (none yet)")
-            if record["commit"] else "not recorded in git")
+            if record["commit"] else "")  # not recorded: the status's reason says why
     return (f"Pre-registration record: {' − '.join(record['pair'])} on {record['score']}, {record['sides']}, deciding "
-            f"rung {record['deciding_rung']}, α = {record['alpha']:.2g}; "
-            + ("chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed); " if record["pilot_informed"]
-               else "") + f"{when}. Status: **{record['status']}**" + (f" ({record['why']})" if record["why"] else "") + ".")
+            f"rung {record['deciding_rung']}, α = {record['alpha']:.2g}"
+            + ("; chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed)" if record["pilot_informed"]
+               else "") + (f"; {when}" if when else "") + f". Status: **{record['status']}**"
+            + (f" ({record['why']})" if record["why"] else "") + ".")
 
 
 def decision_markdown(report: dict) -> list[str]:

@@ -268,4 +268,4 @@ def primary_rho(m: MeasuredFamily, matrices: dict[str, dict[str, np.ndarray]], k
               if (r := pair_correlation(m.scores[key], matrices[a], matrices[b], draws=0)) is not None]
     why = ("its arms did not both run" if pair is None else "its two arms answered every document alike")
     return {"rho": float(np.mean([r["rho"] for r in pooled])) if pooled else None, "low": None, "high": None,
-            "source": f"pooled over every pair of arms (the primary pair is uninformative: {why})"}
+            "source": f"the pool over every pair of arms (the primary pair is uninformative: {why})"}

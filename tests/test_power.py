@@ -301,6 +301,6 @@ def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a
     matrices["d"] = {t: x.copy() for t, x in matrices["a"].items()}
     m = power_measured.measure_family(family, matrices)
     pooled = power_measured.primary_rho(m, matrices, key, ("d", "a"))
-    assert pooled["source"].startswith("pooled over every pair of arms (the primary pair is uninformative")
+    assert pooled["source"].startswith("the pool over every pair of arms (the primary pair is uninformative")
     assert pooled["low"] is None and 0 <= pooled["rho"] <= 0.95
     assert power_measured.clip_rho(-0.2) == 0.0 and power_measured.clip_rho(1.0) == 0.95
