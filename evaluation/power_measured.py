@@ -89,13 +89,16 @@ def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dic
     pair's paired document variance over twice the two arms' own, each weighted w^2 / n as the score
     weighs it, clipped by `clip_rho`. None where the pair's documents did not vary or its two arms
     answered every document alike (nothing measured of rho)."""
+    # the interaction, measured on (seeds − 1) x (documents − 1) degrees of freedom, is taken as known (as the
+    # intervals take it): the bootstrap redraws the documents' parts only
+    inter = {t: (interaction_variance(a[t]) + interaction_variance(b[t])) / 2 for t in weights}
+
     def rho(columns: dict[str, np.ndarray]) -> float | None:
         own = paired = 0.0
         for t, w in weights.items():
             x, y = a[t][:, columns[t]], b[t][:, columns[t]]
-            inter = (interaction_variance(x) + interaction_variance(y)) / 2
-            own += w ** 2 * float(np.mean([np.var(r, ddof=1) for r in (*x, *y)])) / x.shape[1]
-            paired += w ** 2 * (max(0.0, pair_fixed(x, y, inter)) + 2 * inter) / x.shape[1]
+            own += w ** 2 * float(np.var(np.concatenate([x, y]), axis=1, ddof=1).mean()) / x.shape[1]
+            paired += w ** 2 * (max(0.0, pair_fixed(x, y, inter[t])) + 2 * inter[t]) / x.shape[1]
         return 1 - paired / (2 * own) if own > 0 and paired > 0 else None
 
     every = {t: np.arange(a[t].shape[1]) for t in weights}
