@@ -38,6 +38,10 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
   calibration is the setting above), averaged over the pilots: 0.80 when the printed MDDs hold;
 - format flags: how often any pair is flagged format-dependent when no pair's difference changes
   with the view (one setting gives arm 1 the same −0.03 bits/byte in both views);
+- the primary decision (arm 1 − the reference on the bits-per-byte average, `decide_primary`): how
+  often it prints a p-value as a test while the seeds' noise is not in its interval (must be 0);
+  with the MDD printed from a run, how often the primary pair's item-correlation interval
+  (`pair_correlation`, a bootstrap over documents) holds the correlation the generator plants;
 - SNR above its floor: how often a decision score's signal exceeds the floor's 95th percentile
   where no arm differs on it (every decision score with no true difference: the accuracy average,
   the bits-per-byte average but at the MDD, clean text but with the both-views difference): about
@@ -61,10 +65,10 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluation.decisions import decision_rows, every_pair_rows, format_flags
+from evaluation.decisions import decide_primary, decision_rows, every_pair_rows, format_flags
 from evaluation.family_report import compare_arms, named_seed_variances
 from evaluation.metrics import DECISION, Family
-from evaluation.power_measured import measure_family, measured_score_noise
+from evaluation.power_measured import clip_rho, measure_family, measured_score_noise, pair_correlation
 from evaluation.power_simulation import ScoreNoise, decision_threshold, mdd, power_at, table_levels
 from evaluation.statistics.intervals import SeedVariance, tail_probability
 from evaluation.statistics.noise import signal_and_noise
@@ -83,6 +87,7 @@ ACC_ANSWER = 0.25 - 0.5 ** 2 / 12 - ACC_LEANING ** 2
 # clean text: a seed's shift of both views and of each alone, and the seed-by-document term
 CLEAN_SEED_COMMON, CLEAN_SEED_OWN, CLEAN_INTERACTION = 0.006, 0.004, 0.03
 FROM_RUN_DRAWS = 1024  # simulated runs behind each pilot's printed MDD (evaluation.power's DRAWS: 4096)
+RHO_DRAWS = 200  # bootstrap draws behind each pilot's primary-pair rho interval (evaluation.power's: 400)
 
 
 @dataclass(frozen=True)
@@ -282,13 +287,30 @@ def replicate(setting: Setting, number: int, bpb_effect: float) -> dict:
             pairs = [p["columns"][column] for p in fam["pairs"].values() if p["columns"][column]["se"] > 0]
             seeds = {arm: SeedVariance.from_json(v) for arm, v in fam["seed_variances"]["columns"][column].items()}
             floor[f"{family}:{column}"] = signal_and_noise(fam["finals"]["columns"][column], [], pairs, seeds)["above_floor"]
-    printed = None
+    # the primary decision (arm1 − the reference on the bits-per-byte average): a p-value printed as a test without
+    # the seeds' noise in it is an error, whatever its value
+    cell = report["families"]["bpb"]["pairs"][f"{arms[1]} − {arms[0]}"]["columns"]["average"]
+    primary = decide_primary(cell | {"seeds": list(range(1, setting.seeds + 1))}, True, "two-sided")
+    untested_p = "p" in primary and not cell["seeds_measured"]
+    printed = rho = None
+    if setting.from_run:  # the primary pair's item correlation, against the one the generator plants
+        rho = pair_correlation(FAMILIES["bpb"].task_weights("average"), matrices["bpb"][arms[1]], matrices["bpb"][arms[0]],
+                               draws=RHO_DRAWS, seed=number)
+        rho = bool(rho and rho["low"] <= planted_rho() <= rho["high"])
     if setting.from_run:  # evaluation.power --from-run on this run: the bits-per-byte average's MDD
         alpha = table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0]
         printed = mdd(measure_family(FAMILIES["bpb"], matrices["bpb"]).noise(("columns", "average")), setting.seeds, alpha,
                       FROM_RUN_DRAWS)
     return {"coverage": coverage, "wrong": wrong, "null_cells": null_cells, "above_floor": floor,
-            "power_hit": target["result"] == "better" if target else None, "printed_mdd": printed}
+            "power_hit": target["result"] == "better" if target else None, "printed_mdd": printed,
+            "untested_p": untested_p, "rho_covered": rho}
+
+
+def planted_rho() -> float:
+    """The item correlation of two arms on a gold answer's bits per byte that the generator plants: a
+    document's base shared, each arm's leaning and seed-by-document term its own (clipped as measured)."""
+    shared = 0.4 ** 2
+    return clip_rho(shared / (shared + BPB_LEANING ** 2 + BPB_INTERACTION ** 2))
 
 
 def true_noise() -> ScoreNoise:
@@ -337,7 +359,11 @@ def summarise(setting: Setting, records: list[dict], value_mdd: float | None) ->
            "power_at_mdd": float(np.mean(hits)) if hits else None, "mdd": value_mdd,
            "format_flag_rate": fwer["format flags"],
            "snr_above_floor_by_score": {score: float(np.mean(v)) for score, v in floor.items()},
-           "snr_above_floor_rate": float(np.mean([a for v in floor.values() for a in v])) if floor else None}
+           "snr_above_floor_rate": float(np.mean([a for v in floor.values() for a in v])) if floor else None,
+           "untested_p_rate": float(np.mean([r["untested_p"] for r in records]))}
+    covered = [r["rho_covered"] for r in records if r["rho_covered"] is not None]
+    if covered:  # the primary pair's rho interval, against the planted rho
+        out |= {"rho_coverage": float(np.mean(covered)), "rho_planted": planted_rho()}
     if setting.from_run:  # each pilot's printed MDD, and the report's power there at the true noise
         seeds, alpha = setting.seeds, table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0]
         threshold, truth = decision_threshold(true_noise(), seeds, alpha), setting_mdd(setting)
@@ -380,6 +406,11 @@ def print_table(results: list[dict]) -> None:
         print(f"{r['setting']:<52} {r['replicates']:>5} {rate(r['coverage']):>9} {false:>12} "
               f"{r['fwer_by_table']['decision table']:>9.3f} {r['fwer_by_table']['every pair']:>10.3f} {per_bench:>10.3f} "
               f"{r['format_flag_rate']:>7.3f} {rate(r['power_at_mdd']):>9} {floor:>21}")
+    print("\nThe primary decision: p-values printed as a test without the seeds' noise (must be 0), and the "
+          "primary pair's rho interval against the planted rho (95% intervals: about 0.95)")
+    for r in results:
+        rho = f"{r['rho_coverage']:.3f} (planted {r['rho_planted']:.3f})" if "rho_coverage" in r else "-"
+        print(f"{r['setting']:<52} untested p {r['untested_p_rate']:.3f}   rho coverage {rho}")
 
 
 def main(argv: list[str] | None = None) -> int:

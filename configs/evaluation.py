@@ -110,6 +110,17 @@ class PrimaryDecision(StrictModel):
     score: str = Field("accuracy:average", pattern=r"^[a-z_]+:[a-z0-9_]+$", description="The score compared, a "
                        "family's column as `family:column` (`accuracy:average`, `bpb:average`, `p_gold:average`, "
                        "`clean_text:plain`, ...); the report refuses one the run has no family or column for.")
+    sides: Literal["two-sided", "one-sided"] = Field("two-sided", description="`two-sided`: a result either way "
+                                                     "(the default); `one-sided`: only the arm better than the "
+                                                     "reference is a result, at the same alpha. Printed with the "
+                                                     "decision.")
+    deciding_rung: str | None = Field(None, description="The ladder rung whose runs decide it; the other rungs' "
+                                      "results are descriptive (their agreement with it). null: the ladder's last "
+                                      "(largest) rung.")
+    pilot_informed: bool = Field(False, description="true: the pair or score was chosen after seeing pilot runs "
+                                 "(fine for a pilot; the report says so beside the decision). The report also "
+                                 "checks, from git, that this section was committed before the deciding runs "
+                                 "existed, and reports the decision as exploratory where it was not.")
 
     @model_validator(mode="after")
     def _two_arms(self) -> PrimaryDecision:

@@ -59,6 +59,7 @@ class ExperimentConfig(StrictModel):
     plan: PlanConfig = Field(PlanConfig(), description="The pilot of `python -m corpus.flow.plan` and the rates it "
                              "assumes where nothing measured them.")
     _experiment: ExperimentConfig | None = PrivateAttr(None)  # for_rung's: the whole experiment it was cut from
+    _source: Path | None = PrivateAttr(None)  # the YAML it was loaded from (load_experiment): its git record
 
     @field_validator("output_root")
     @classmethod
@@ -133,7 +134,16 @@ class ExperimentConfig(StrictModel):
         if primary and (unknown := [a for a in primary.pair if a not in trained]):
             raise ValueError(f"evaluation.primary.pair: {', '.join(unknown)} is not a trained arm of this experiment "
                              f"({', '.join(trained)})")
+        if primary and primary.deciding_rung and primary.deciding_rung not in self.rungs():
+            raise ValueError(f"evaluation.primary.deciding_rung: {primary.deciding_rung} is not a rung of "
+                             f"pretrain.ladder ({', '.join(self.rungs())})")
         return self
+
+    def deciding_rung(self) -> str | None:
+        """The rung that decides the primary decision: evaluation.primary.deciding_rung, or the ladder's last."""
+        primary = self.whole().evaluation.primary if self.evaluation else None
+        rungs = self.whole().rungs()
+        return (primary.deciding_rung or rungs[-1]) if primary and rungs else None
 
     @model_validator(mode="after")
     def _arms_in_context(self) -> ExperimentConfig:
@@ -209,6 +219,10 @@ class ExperimentConfig(StrictModel):
         one = self.model_copy(update={"pretrain": pretrain})
         one._experiment = self.whole()
         return one
+
+    def source(self) -> Path | None:
+        """The YAML file this experiment was loaded from (None: built in code)."""
+        return self.whole()._source
 
     def whole(self) -> ExperimentConfig:
         """The experiment as configured: for one rung's config (for_rung), the ladder it was cut from."""
@@ -325,9 +339,11 @@ def load_experiment(path: str | Path) -> ExperimentConfig:
     path = Path(path)
     raw = read_raw(path)
     try:
-        return ExperimentConfig.model_validate(raw)
+        config = ExperimentConfig.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_format_errors(path, e)) from None
+    config._source = path
+    return config
 
 
 def load_experiment_or_exit(path: str | Path) -> ExperimentConfig:

@@ -10,6 +10,7 @@ from itertools import combinations
 from configs.experiment import ExperimentConfig
 from evaluation import markdown
 from evaluation.metrics import DECISION, Family
+from evaluation.preregistration import preregistration
 from evaluation.statistics.intervals import (
     LEVEL,
     decidable_beyond,
@@ -35,20 +36,22 @@ def _decide(cells: list[dict], lower_is_better: list[bool]) -> None:
 
 def _table(report: dict, pairs: list[tuple[str, str]]) -> list[dict]:
     """One row per pair (arm, reference) on the decision's scores, Holm over every cell shown; a
-    score the pair is not compared on is None, and `dropped` lists [score, why]."""
+    score the pair is not compared on is None, and `dropped` lists [score, why] for every such cell."""
     rows, cells, lower = [], [], []
     for arm, ref in pairs:
         row: dict = {"arm": arm, "reference": ref, "dropped": []}
         for family, column in DECISION:
-            fam = report["families"].get(family, {})
-            pair = fam.get("pairs", {}).get(f"{arm} − {ref}", {})
+            if family not in report["families"]:  # a family this run does not evaluate (no clean text): no column
+                continue
+            fam = report["families"][family]
+            pair = fam["pairs"][f"{arm} − {ref}"]
             interval = pair.get("columns", {}).get(column)
             row[f"{family}:{column}"] = dict(interval) if interval else None
             if interval:
                 cells.append(row[f"{family}:{column}"])
                 lower.append(fam["lower_is_better"])
-            elif why := pair.get("dropped", {}).get(f"columns:{column}"):
-                row["dropped"].append([f"{family}:{column}", why])
+            else:
+                row["dropped"].append([f"{family}:{column}", pair.get("not_compared") or pair["dropped"][f"columns:{column}"]])
         rows.append(row)
     _decide(cells, lower)
     return rows
@@ -132,6 +135,12 @@ def statistics_notes(report: dict) -> list[str]:
                          + (" (where none is named for a score, that score is not decided)" if None in sources else "")
                          + ": a result there is one against that named variance, not this rung's own seeds (the "
                          "cells say which: ‡).")
+    for check in report.get("stated_seed_checks", []):
+        scale, unit = fams[check["family"]]["scale"], fams[check["family"]]["unit"]
+        notes.append(f"{markdown.FAMILY_SHORT[check['family']]} {check['score'].partition(':')[2]}: seed SD "
+                     f"{check['stated']}, beside {scale * check['measured_sd']:.3g} {unit} measured at this rung on "
+                     f"{', '.join(check['arms'])} (95% interval [{scale * check['low']:.3g}, {scale * check['high']:.3g}], "
+                     f"{check['df']:g} degrees of freedom): within or above it, so accepted.")
     unvaried = {name: f["unvaried_seeds"] for name, f in fams.items() if f.get("unvaried_seeds")}
     if unvaried:
         notes.append("Every seed gave the same value on every document (" + "; ".join(
@@ -158,10 +167,18 @@ def statistics_notes(report: dict) -> list[str]:
     return notes
 
 
+UNMEASURED_SEEDS = ("the seeds' noise is unmeasured (fewer than two seeds a side and no seed variance named for the "
+                    "one-seed arm), so there is no test: the interval covers the test documents alone")
+
+
 def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Family]) -> dict | None:
-    """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05: its
-    interval (arm − reference), `result` better or worse for the arm where p < 0.05, the seeds'
-    noise is in the interval and every seed agrees, else None, and `why` where it is not compared."""
+    """The pre-registered primary comparison (`evaluation.primary`), decided alone at 0.05 at its
+    deciding rung (`deciding`; at the other rungs descriptive, no result): its interval (arm −
+    reference), `p` (two- or one-sided, `sides`), `result` better or worse for the arm where p < 0.05,
+    the seeds' noise is in the interval and every seed agrees, else None, `why` where it is not
+    compared or not tested, and its pre-registration `record` (evaluation/preregistration.py).
+    Where the seeds' noise is not measured the decision has no `interval` and no p-value, only its
+    `documents_interval` (the test documents' noise alone)."""
     primary = config.evaluation.primary if config.evaluation else None
     if primary is None:
         return None
@@ -170,8 +187,10 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
         raise SystemExit(f"evaluation.primary.score: {primary.score}: no such score in this run's report (a family's "
                          "column: " + ", ".join(f"{f}:{c}" for f, fam in fams.items() for c in fam.columns) + ")")
     arm, ref = primary.pair
-    out = {"arm": arm, "reference": ref, "score": primary.score, "alpha": 1 - LEVEL, "interval": None, "result": None,
-           "why": None}
+    record = preregistration(config)
+    out = {"arm": arm, "reference": ref, "score": primary.score, "alpha": 1 - LEVEL, "sides": primary.sides,
+           "interval": None, "result": None, "why": None, "record": record,
+           "deciding": not config.pretrain or config.pretrain.rung.name == record["deciding_rung"]}
     absent = [a for a in (arm, ref) if a not in report["arms"]]
     if absent:
         return out | {"why": f"{', '.join(absent)}: no evaluated run at the compared step"}
@@ -183,12 +202,25 @@ def primary_decision(report: dict, config: ExperimentConfig, fams: dict[str, Fam
     if flip:
         cell = cell | {"difference": -cell["difference"], "low": -cell["high"], "high": -cell["low"],
                        "per_seed": [-d for d in cell["per_seed"]]}
-    out["interval"] = cell
+    if not out["deciding"] and cell["seeds_measured"]:  # one hypothesis, one test: at its deciding rung
+        return out | {"interval": cell, "why": f"descriptive: the deciding rung is {record['deciding_rung']}"}
+    return out | decide_primary(cell, report["families"][family]["lower_is_better"], primary.sides)
+
+
+def decide_primary(cell: dict, lower_is_better: bool, sides: str) -> dict:
+    """The primary decision on its cell (arm − reference, `Interval.to_json()` and its seeds): its
+    `interval`, `p` (two- or one-sided) and `result`; where the seeds' noise is not measured, no
+    interval and no p-value, only the documents' interval and `why`."""
     if not cell["seeds_measured"]:
-        return out | {"why": "one seed and no seed variance named for it: the interval covers the test documents alone"}
-    better = (cell["difference"] < 0) == report["families"][family]["lower_is_better"]
-    decided = cell["p"] < 1 - LEVEL and cell["seeds_agree"]
-    return out | {"result": ("better" if better else "worse") if decided else None}
+        # fewer than two seeds a side and no seed variance named: a p-value would test the documents alone, not the
+        # question, so none is given; the documents' interval stays, labelled as such
+        documents = {k: cell[k] for k in ("difference", "low", "high", "se", "per_seed", "seeds")}
+        return {"documents_interval": documents, "why": UNMEASURED_SEEDS}
+    better = (cell["difference"] < 0) == lower_is_better
+    # one-sided: only the arm better than the reference is a result (half the two-sided tail, that side only)
+    p = cell["p"] if sides == "two-sided" else cell["p"] / 2 if better else 1 - cell["p"] / 2
+    decided = p < 1 - LEVEL and cell["seeds_agree"]
+    return {"interval": cell, "p": p, "result": ("better" if better else "worse") if decided else None}
 
 
 

@@ -8,6 +8,7 @@ import math
 from itertools import combinations
 
 import numpy as np
+from scipy import stats
 
 from evaluation.metrics import Family
 from evaluation.runs import Comparison, run_score, short_log
@@ -58,8 +59,9 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
     it, from per-document values: `matrices`, arm -> task -> its seeds x documents (rows in the
     order of `seeds_of[arm]`, the same documents for every arm that has the task; a task an arm
     lacks absent). Each pair is compared on the scores whose tasks both arms have; the others are
-    named in its `dropped`. `views`: clean-text set -> arm -> seeds x documents of plain − Markdown,
-    on the documents both views share: the view-by-arm interaction of every pair. `named`: (kind,
+    named in its `dropped`, with why (an arm of the pair lacks a task, or no arm has it). `views`:
+    clean-text set -> arm -> seeds x documents of plain − Markdown, on the documents both views
+    share: the view-by-arm interaction of every pair. `named`: (kind,
     score) -> arm -> the seed variance named for an arm with one seed (another rung's, or the
     config's); without one, its pairs' intervals cover the documents alone and decide nothing.
     Per-benchmark differences are Holm-adjusted over every pair and benchmark of the family whose
@@ -102,8 +104,11 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
         rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
         tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]],
                               (interaction(a, t, rows[a]), interaction(b, t, rows[b]))) for t in present}
-        for (kind, score), by_arm in variances.items():
-            weights = family.scores()[kind, score]
+        for (kind, score), weights in family.scores().items():
+            if (kind, score) not in variances:  # no arm of the run has its tasks: empty for every pair, and said
+                pairs[name]["dropped"][f"{kind}:{score}"] = f"no arm has documents of {', '.join(sorted(weights))}"
+                continue
+            by_arm = variances[kind, score]
             if not set(weights) <= present:
                 lacking = {arm: sorted(set(weights) - set(matrices[arm])) for arm in (a, b)}
                 pairs[name]["dropped"][f"{kind}:{score}"] = "; ".join(
@@ -208,9 +213,40 @@ def named_seed_variances(fams: dict[str, Family], single: list[str], measured_at
                     if v and v["df"] and not v["source"]:
                         named = SeedVariance(v["variance"], v["df"], f"measured at rung {rung}")
                         break
-                sd = stated.get(f"{name}:{score}", stated.get(name))
-                if named is None and sd is not None:
-                    named = SeedVariance((sd / family.scale) ** 2, math.inf, "stated in evaluation.seed_sd")
+                key = f"{name}:{score}" if f"{name}:{score}" in stated else name
+                if named is None and key in stated:
+                    named = SeedVariance((stated[key] / family.scale) ** 2, math.inf,
+                                         f"stated in evaluation.seed_sd ({key}: {stated[key]:g} {family.unit})")
                 if named:
                     out[name].setdefault((kind, score), {})[arm] = named
     return out
+
+
+def stated_seed_checks(report_families: dict[str, dict]) -> list[dict]:
+    """Every seed SD stated in evaluation.seed_sd that a one-seed arm's pairs rest on, beside the SD
+    the same rung measured on its arms with two seeds or more (same model and tokens; their own seed
+    variances pooled) and its 95% interval (chi-square on the pooled degrees of freedom). A stated
+    value below that interval is refused: it would make the one-seed arm's decisions too sure."""
+    checks = []
+    for name, family in report_families.items():
+        for kind, by_score in family["seed_variances"].items():
+            for score, by_arm in by_score.items():
+                stated = {v["source"] for v in by_arm.values() if v["source"].startswith("stated")}
+                own = [v for v in by_arm.values() if not v["source"] and v["df"]]
+                if not stated or not own:
+                    continue
+                df = sum(v["df"] for v in own)
+                variance = sum(v["variance"] * v["df"] for v in own) / df
+                low, high = (math.sqrt(variance * df / stats.chi2.ppf(q, df)) for q in ((1 + LEVEL) / 2, (1 - LEVEL) / 2))
+                sd = math.sqrt(next(v["variance"] for v in by_arm.values() if v["source"] in stated))
+                checks.append({"family": name, "score": f"{kind}:{score}", "stated": stated.pop(), "stated_sd": sd,
+                               "measured_sd": math.sqrt(variance), "low": low, "high": high, "df": df,
+                               "arms": [a for a, v in by_arm.items() if not v["source"] and v["df"]]})
+    for c in checks:
+        if c["stated_sd"] < c["low"]:
+            scale = report_families[c["family"]]["scale"]
+            raise SystemExit(f"evaluation.seed_sd: {c['stated']} on {c['family']} {c['score']} is below what this rung "
+                             f"measured on {', '.join(c['arms'])} ({scale * c['measured_sd']:.3g}, 95% interval "
+                             f"[{scale * c['low']:.3g}, {scale * c['high']:.3g}] over {c['df']:g} degrees of freedom): "
+                             "state at least the interval's lower end, or leave the key out and train a second seed")
+    return checks

@@ -168,23 +168,25 @@ def rung_decisions(report: dict) -> dict[tuple[str, str], Decision]:
 
 
 def primary_agreement(reports: dict[str, dict], evaluated: list[str], reference: str) -> dict | None:
-    """The pre-registered primary decision at every evaluated rung (its difference, interval and
-    verdict at 0.05), and whether each rung's sign and verdict are the reference rung's."""
+    """The pre-registered primary decision at every evaluated rung (its difference and interval; a
+    verdict at 0.05 at its deciding rung only, the others descriptive), and whether each rung's sign
+    is the deciding rung's (the reference rung's where the deciding one is not evaluated)."""
     primary = reports[reference].get("primary")
     if not primary:
         return None
     rungs = {}
     for rung in evaluated:
         p = reports[rung].get("primary") or {}
-        cell = p.get("interval")
+        cell = p.get("interval") or p.get("documents_interval")  # the sign only: a documents' interval tests nothing
         rungs[rung] = {"difference": cell and cell["difference"], "low": cell and cell["low"], "high": cell and cell["high"],
-                       "verdict": p.get("result") or ("noise" if cell and not p.get("why") else "not decided"),
-                       "why": p.get("why")}
-    target = rungs[reference]
+                       "verdict": p.get("result") or ("not decided" if not cell else "descriptive" if not p.get("deciding")
+                                                      else "not decided" if p.get("why") else "noise"),
+                       "why": p.get("why"), "deciding": bool(p.get("deciding"))}
+    target = rungs[next((r for r, v in rungs.items() if v["deciding"]), reference)]
     for r in rungs.values():
         r["sign_agrees"] = None if r["difference"] is None or target["difference"] is None else \
             bool(np.sign(r["difference"]) == np.sign(target["difference"]) != 0)
-        r["verdict_agrees"] = r["verdict"] == target["verdict"]
+        r["verdict_agrees"] = r["verdict"] == target["verdict"] if r["deciding"] or r is target else None
     return {"arm": primary["arm"], "reference": primary["reference"], "score": primary["score"], "rungs": rungs}
 
 

@@ -115,17 +115,38 @@ def primary_markdown(report: dict) -> list[str]:
     head = f"**{primary['arm']} − {primary['reference']}** on {_decision_title(fam, family, column)}"
     lines = ["## Primary decision (pre-registered: evaluation.primary)", ""]
     cell = primary["interval"]
+    if documents := primary.get("documents_interval"):
+        seeds = len(documents["seeds"])
+        return lines + [f"{head}: {diff_cell(documents, fam)} (item-only interval: the test documents' noise alone), "
+                        f"{seeds} paired seed{'s' if seeds != 1 else ''}: not decided, no p-value: {primary['why']}.",
+                        "", record_line(primary["record"])]
     if primary["why"] and cell is None:
-        return lines + [f"{head}: not compared: {primary['why']}."]
+        return lines + [f"{head}: not compared: {primary['why']}.", "", record_line(primary["record"])]
     seeds = len(cell["seeds"])
-    said = (f"{head}: {diff_cell(cell, fam)}, p = {cell['p']:.3g}, {seeds} paired seed{'s' if seeds != 1 else ''}"
+    p = f", p = {primary['p']:.3g} ({primary['sides']})" if primary["deciding"] else ""
+    said = (f"{head}: {diff_cell(cell, fam)}{p}, {seeds} paired seed{'s' if seeds != 1 else ''}"
             + (f" (seed variance {cell['seed_source']})" if cell["seed_source"] else "") + ": "
             + (f"**{primary['result']}**" if primary["result"] else
                f"not decided ({primary['why']})" if primary["why"] else
-               "resolved, seeds split" if cell["resolved"] else "noise") + ".")
-    return lines + [said, "", "The rule: this one comparison is decided alone, at α = 0.05 (a result when its interval "
-                    "excludes zero and every seed agrees in sign); every other difference below is exploratory, "
-                    "Holm over its own table."]
+               "resolved, seeds split" if cell["resolved"] else "noise")
+            + (" (exploratory: see the record)" if primary["record"]["status"] == "exploratory" else "") + ".")
+    return lines + [said, "", record_line(primary["record"]), "", "The rule: this one comparison is decided alone, at "
+                    "its deciding rung, at α = 0.05 (a result when its p-value is below it and every seed agrees in "
+                    "sign); the other rungs' results are descriptive, and every other difference below is "
+                    "exploratory, Holm over its own table."]
+
+
+def record_line(record: dict) -> str:
+    """The primary decision's pre-registration record as the report states it."""
+    when = (f"fixed in commit {record['commit'][:12]} of {record['config']} on {record['date']}, "
+            + ("before its deciding runs existed" if record["fixed_before_runs"] else "after its deciding runs existed")
+            + (f" (first evaluated {record['first_deciding_run']})" if record["first_deciding_run"] else " (none yet)")
+            if record["commit"] else "")  # not recorded: the status's reason says why
+    return (f"Pre-registration record: {' − '.join(record['pair'])} on {record['score']}, {record['sides']}, deciding "
+            f"rung {record['deciding_rung']}, α = {record['alpha']:.2g}"
+            + ("; chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed)" if record["pilot_informed"]
+               else "") + (f"; {when}" if when else "") + f". Status: **{record['status']}**"
+            + (f" ({record['why']})" if record["why"] else "") + ".")
 
 
 def decision_markdown(report: dict) -> list[str]:
@@ -149,17 +170,25 @@ def decision_markdown(report: dict) -> list[str]:
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]
-    lines += _dropped_lines(report["decision"], fams)
+    lines += _source_lines(report["decision"], fams) + _dropped_lines(report["decision"], fams)
     notes = notes_markdown(report)
     return lines + ([""] + notes if notes else [])
 
 
+def _source_lines(rows: list[dict], fams: dict) -> list[str]:
+    """Every ‡ cell's seed variance not measured on its own seeds at this rung, by where it comes from."""
+    named = [f"{row['arm']} − {row['reference']}, {_decision_title(fams[f], f, c)}: {cell['seed_source']}"
+             for row in rows for key, cell in row.items() if isinstance(cell, dict) and cell.get("seed_source")
+             for f, c in [key.split(":")]]
+    return ["", "‡ the seed variance each such cell rests on: " + "; ".join(named) + "."] if named else []
+
+
 def _dropped_lines(rows: list[dict], fams: dict) -> list[str]:
-    """The scores a pair is not compared on, and why (a task one of its arms has no documents of)."""
+    """Every empty cell of a decision table and why (a task one of its arms, or every arm, has no
+    documents of; no seed in common)."""
     dropped = [f"{row['arm']} − {row['reference']}, {_decision_title(fams[f], f, c)}: {why}"
                for row in rows for (f, c), why in ((key.split(":"), why) for key, why in row["dropped"])]
-    return ["", "Not compared (the pair's arms do not both have the score's tasks; the other pairs keep it): "
-            + "; ".join(dropped) + "."] if dropped else []
+    return ["", "Not compared (each empty cell, and why): " + "; ".join(dropped) + "."] if dropped else []
 
 
 def _tests(rows: list[dict]) -> int:
@@ -201,7 +230,11 @@ def unit_table(report: dict, name: str, suite: Suite) -> list[str]:
             lines.append(f"| {unit} ({'+'.join(b.tasks)}, letter choice) | {b.category} | {b.score} | "
                          + " | ".join(mean_cell(report["table"][a]["standard_form"][unit], family) for a in arms)
                          + " |" * (len(arms) - 1) + " |")
-    return lines
+    empty = [f"{pair}, {family['columns'].get(score, score) if kind == 'columns' else score}: {why}"
+             for pair, p in family["pairs"].items() for (kind, _, score), why in
+             ((key.partition(":"), why) for key, why in p["dropped"].items())]
+    empty += [f"{pair}: {p['not_compared']}" for pair, p in family["pairs"].items() if "not_compared" in p]
+    return lines + (["", "Empty cells (`-`), and why: " + "; ".join(empty) + "."] if empty else [])
 
 
 def family_section(report: dict, name: str, suite: Suite) -> list[str]:
@@ -240,7 +273,7 @@ def pairs_table(report: dict) -> list[str]:
              f"As the decision table, with Holm's adjustment over the {tests} differences of this table.", "",
              "| pair | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |", "|---|" + "---|" * len(shown)]
     return lines + [_decision_row(row, shown, fams) for row in report["every_pair"]] \
-        + _dropped_lines(report["every_pair"], fams)
+        + _source_lines(report["every_pair"], fams) + _dropped_lines(report["every_pair"], fams)
 
 
 def format_markdown(report: dict) -> list[str]:
@@ -397,16 +430,17 @@ def ladder_markdown(report: dict) -> list[str]:
     fams = reports[reference]["families"]
     if primary := ladder.get("primary"):
         family, column = primary["score"].split(":")
+        deciding = next((rung for rung, r in primary["rungs"].items() if r["deciding"]), reference)
         lines += ["", f"The primary decision at every rung: {primary['arm']} − {primary['reference']} on "
-                      f"{_decision_title(fams[family], family, column)}, each rung's alone at α = 0.05 (every seed "
-                      f"agreeing), beside {reference}'s.", "",
-                  "| rung | difference [95% interval] | verdict | sign as at " + reference + " | verdict as at "
-                  + reference + " |", "|---|---|---|---|---|"]
+                      f"{_decision_title(fams[family], family, column)}, decided once, at its deciding rung alone at "
+                      "α = 0.05 (every seed agreeing); the other rungs are descriptive, their sign beside "
+                      f"{deciding}'s.", "",
+                  "| rung | difference [95% interval] | verdict | sign as at " + deciding + " |", "|---|---|---|---|"]
         for rung, r in primary["rungs"].items():
             interval = "-" if r["difference"] is None else diff_cell(r, fams[family])
             verdict = r["verdict"] + (f" ({r['why']})" if r["why"] else "")
             sign = "-" if r["sign_agrees"] is None else "yes" if r["sign_agrees"] else "no"
-            lines.append(f"| {rung} | {interval} | {verdict} | {sign} | {'yes' if r['verdict_agrees'] else 'no'} |")
+            lines.append(f"| {rung} | {interval} | {verdict} | {sign} |")
     lines += ["", f"Decision accuracy (DataDecide's): the share of pairs of arms whose difference has the same sign at a "
                   f"rung as at {reference}; of the pairs {reference} resolves (its every-pair table, Holm over its cells, "
                   "every seed agreeing), how many the rung resolves the same way, calls noise, or resolves the other "

@@ -63,7 +63,7 @@ from dataclasses import asdict, dataclass, replace
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation.metrics import Family, families
-from evaluation.power_measured import item_noise, run_power
+from evaluation.power_measured import clip_rho, item_noise, run_power
 from evaluation.power_print import print_power, print_run_power
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise, seeds_needed, table_levels
 from evaluation.statistics.intervals import LEVEL
@@ -98,10 +98,10 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
 
 
 def informative(measured: dict[str, UnitNoise] | None, unit: str) -> bool:
-    """Whether a run measured a unit's item correlation: its documents' values varied, and some arm
-    differed from another somewhere (a model that answers every document alike says nothing of rho)."""
+    """Whether a run measured a unit's item correlation: its documents' values varied (two arms that
+    answered every document alike measured rho at its top, clipped by `clip_rho`)."""
     n = (measured or {}).get(unit)
-    return n is not None and n.item_variance > 0 and n.item_correlation < 1
+    return n is not None and n.item_variance > 0
 
 
 def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
@@ -117,7 +117,7 @@ def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions
     units = {u: {f"{u}/{i}": w for i, w in enumerate(ws.values())} for u, ws in family.units.items()}
     counts = {f"{u}/{i}": items[u][min(i, len(items[u]) - 1)] for u in family.units for i in range(len(tasks[u]))}
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
-    noise = {u: replace(same, item_correlation=measured[u].item_correlation,
+    noise = {u: replace(same, item_correlation=clip_rho(measured[u].item_correlation),
                         item_variance=same.item_variance if family.name == "accuracy" else measured[u].item_variance)
              if informative(measured, u) else same for u in family.units}
     out = {c: score_noise(w, units, counts, noise, a.seed_correlation) for c, w in family.columns.items()
@@ -150,7 +150,7 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     out = {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
                      "the table each score is decided in; 80% power; see evaluation/power.py",
            "rung": rung.name if rung else None, "assumptions": asdict(a), "item_noise": source,
-           "item_correlation": {name: {u: n.item_correlation if informative(by_unit[name], u) else None
+           "item_correlation": {name: {u: clip_rho(n.item_correlation) if informative(by_unit[name], u) else None
                                        for u, n in by_unit[name].items()} for name in shown if name in by_unit},
            "seeds": seeds, "arms": arms, "items": items, "mdd": mdds["accuracy"],
            "levels": {score: {"alpha": v[0], "table": v[1]} for score, v in level["accuracy"].items()},

@@ -5,7 +5,7 @@ layout of the report's comparison, and the MDDs and seeds needed it gives."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -18,23 +18,38 @@ from evaluation.statistics.intervals import LEVEL, arm_scores, interaction_varia
 from evaluation.tasks.clean_text import clean_text_tasks
 from evaluation.tasks.suite import load_suite
 
+RHO_RANGE = (0.0, 0.95)  # the one rule for a measured item correlation out of range: clipped into it
+
+
+def clip_rho(rho: float) -> float:
+    """A measured item correlation clipped to RHO_RANGE: a negative one (noise about 0) counts as 0, one
+    of 1 (two arms that answered every document alike) as 0.95, so that no estimate makes a document's
+    paired variance vanish or exceed twice its own."""
+    return min(RHO_RANGE[1], max(RHO_RANGE[0], rho))
+
+
+def _pooled(values: list[tuple[float, int]]) -> float:  # (value, weight) pairs
+    total = sum(w for _, w in values)
+    return sum(v * w for v, w in values) / total if total else 0.0
+
+
+def pair_fixed(a: np.ndarray, b: np.ndarray, interaction: float) -> float:
+    """One pair's per-document fixed paired variance of a task (seeds x documents each, the paired
+    seeds as rows): the variance of its seed-mean differences less both arms' interaction over the
+    seeds, not clipped at zero (an average over runs stays unbiased; clipped where used)."""
+    return float(np.var((b - a).mean(axis=0), ddof=1)) - 2 * interaction / len(a)
+
 
 def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
         -> tuple[dict[str, UnitNoise], dict[str, tuple[float, float]], float]:
-    """Per unit of the family its noise (for display), per task its per-document fixed paired
-    variance (not clipped at zero) and seed-by-document interaction (per arm), and rho_seed, from
-    every arm's seeds x documents matrices (arm -> task -> matrix, the report's comparison)."""
+    """Per unit of the family its noise (for display; rho clipped by `clip_rho`), per task its
+    per-document fixed paired variance (pooled over every pair, not clipped at zero) and seed-by-
+    document interaction (per arm), and rho_seed, from every arm's seeds x documents matrices
+    (arm -> task -> matrix, the report's comparison)."""
     arms = list(matrices)
-
-    def pooled(values: list[tuple[float, int]]) -> float:  # (value, weight) pairs
-        total = sum(w for _, w in values)
-        return sum(v * w for v, w in values) / total if total else 0.0
-
-    interaction = {t: pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()])
-                   for t in family.task_keys()}
-    # unclipped (an average over runs stays unbiased); clipped at zero where used
-    fixed = {t: pooled([(float(np.var((matrices[b][t] - matrices[a][t]).mean(axis=0), ddof=1))
-                         - 2 * interaction[t] / len(matrices[a][t]), 1) for a, b in combinations(arms, 2)])
+    pooled = _pooled
+    interaction = task_interactions(family, matrices)
+    fixed = {t: pooled([(pair_fixed(matrices[a][t], matrices[b][t], interaction[t]), 1) for a, b in combinations(arms, 2)])
              for t in family.task_keys()}
 
     def seed_net(weights: dict[str, float]) -> float:
@@ -49,7 +64,7 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
                      for t, w in tasks.items())
         inter = sum(w * 2 * interaction[t] for t, w in tasks.items())
         paired = sum(w * max(0.0, fixed[t]) for t, w in tasks.items()) + inter  # one seed's paired document variance
-        noise[unit] = UnitNoise(item_variance=sigma2, item_correlation=1 - paired / (2 * sigma2) if sigma2 else 0.0,
+        noise[unit] = UnitNoise(item_variance=sigma2, item_correlation=clip_rho(1 - paired / (2 * sigma2)) if sigma2 else 0.0,
                                 seed_item_share=inter / paired if paired else 0.0, seed_std=math.sqrt(seed_net(tasks)))
     correlation = 0.0
     if "average" in family.columns and len(family.columns["average"]) > 1:
@@ -60,6 +75,43 @@ def measured_noise(family: Family, matrices: dict[str, dict[str, np.ndarray]]) \
         if cross > 0:
             correlation = min(1.0, max(-1.0, (seed_net(family.task_weights("average")) - own) / cross))
     return noise, {t: (fixed[t], interaction[t]) for t in fixed}, correlation
+
+
+def task_interactions(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
+    """Per task, the seed-by-document interaction variance pooled over the arms given."""
+    return {t: _pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()]) for t in family.task_keys()}
+
+
+def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
+                     draws: int = 400, seed: int = 0) -> dict | None:
+    """The item correlation rho of one pair of arms on a score (task -> weight), with a 95% interval by a
+    bootstrap over each task's documents (the same documents for both arms and every seed): 1 − the
+    pair's paired document variance over twice the two arms' own, each weighted w^2 / n as the score
+    weighs it, clipped by `clip_rho`. None where the pair's documents did not vary or its two arms
+    answered every document alike (nothing measured of rho)."""
+    # the interaction, measured on (seeds − 1) x (documents − 1) degrees of freedom, is taken as known (as the
+    # intervals take it): the bootstrap redraws the documents' parts only
+    inter = {t: (interaction_variance(a[t]) + interaction_variance(b[t])) / 2 for t in weights}
+
+    def rho(columns: dict[str, np.ndarray]) -> float | None:
+        own = paired = 0.0
+        for t, w in weights.items():
+            x, y = a[t][:, columns[t]], b[t][:, columns[t]]
+            own += w ** 2 * float(np.var(np.concatenate([x, y]), axis=1, ddof=1).mean()) / x.shape[1]
+            paired += w ** 2 * (max(0.0, pair_fixed(x, y, inter[t])) + 2 * inter[t]) / x.shape[1]
+        return 1 - paired / (2 * own) if own > 0 and paired > 0 else None
+
+    every = {t: np.arange(a[t].shape[1]) for t in weights}
+    point = rho(every)
+    if point is None:
+        return None
+    rng = np.random.default_rng(seed)
+    resampled = [r for r in (rho({t: rng.integers(0, len(c), len(c)) for t, c in every.items()}) for _ in range(draws))
+                 if r is not None]
+    if not resampled:  # draws=0: the estimate alone
+        return {"rho": clip_rho(point), "low": None, "high": None}
+    low, high = np.quantile(resampled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return {"rho": clip_rho(point), "low": clip_rho(float(low)), "high": clip_rho(float(high))}
 
 
 def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
@@ -83,6 +135,7 @@ class MeasuredFamily:
     scores: dict[tuple[str, str], dict[str, float]]  # ("columns" | "units", name) -> its task weights
     arm_seed: dict[tuple[str, str], dict[str, float]]  # score -> arm -> its variance across the seeds
     seeds: int  # the paired seeds it was measured on
+    pair_tasks: dict[frozenset, dict[str, tuple[float, float]]] = field(default_factory=dict)  # each pair's own `tasks`
 
     def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
         """A score's noise for a pair of arms (each its own seed variance; their sum, what the pair's
@@ -98,19 +151,29 @@ class MeasuredFamily:
                                         (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
         a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
         welch = (a + b) ** 2 / ((a ** 2 + b ** 2) / nu) if a + b > 0 else 2.0 * nu
-        return measured_score_noise(self.scores[key], self.tasks, self.items, (a, b), (welch,))
+        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (welch,))
+
+    def documents_of(self, key: tuple[str, str], pair: tuple[str, str]) -> tuple[dict[str, tuple[float, float]], bool]:
+        """The per-document parts a pair's score is priced on: the pair's own where its documents'
+        differences varied on some task of the score (True), else those pooled over every pair (False)."""
+        own = self.pair_tasks.get(frozenset(pair))
+        informative = own is not None and any(own[t][0] + 2 * own[t][1] / self.seeds > 0 for t in self.scores[key])
+        return (own, True) if informative else (self.tasks, False)
 
 
 def measure_family(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -> MeasuredFamily:
     """The family's measured noise from every arm's matrices (arm -> task -> seeds x documents)."""
     noise, tasks, correlation = measured_noise(family, matrices)
     first = next(iter(matrices.values()))
+    interaction = task_interactions(family, matrices)
+    pair_tasks = {frozenset((a, b)): {t: (pair_fixed(matrices[a][t], matrices[b][t], interaction[t]), interaction[t])
+                                      for t in family.task_keys()} for a, b in combinations(matrices, 2)}
     scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
               **{("units", u): dict(w) for u, w in family.units.items()}}
     arm_seed = {key: {arm: float(np.var(arm_scores(m, weights), ddof=1)) for arm, m in matrices.items()}
                 for key, weights in scores.items()}
     return MeasuredFamily(noise, tasks, correlation, {t: x.shape[1] for t, x in first.items()}, scores, arm_seed,
-                          len(next(iter(first.values()))))
+                          len(next(iter(first.values()))), pair_tasks)
 
 
 def run_matrices(config: ExperimentConfig) -> tuple[dict, dict]:
@@ -187,8 +250,25 @@ def run_power(config: ExperimentConfig) -> dict:
     primary = config.evaluation.primary if config.evaluation else None
     if primary:
         family, column = primary.score.split(":")
-        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None}
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None,
+                          "rho": None}
         if family in measured_at and ("columns", column) in measured_at[family].scores:
+            key = ("columns", column)
             pair = tuple(primary.pair) if set(primary.pair) <= set(arms) else None  # its own arms' seeds, where they ran
-            out["primary"]["mdd"] = mdd(measured_at[family].noise(("columns", column), pair), seeds, 1 - LEVEL)
+            out["primary"]["mdd"] = mdd(measured_at[family].noise(key, pair), seeds, 1 - LEVEL)
+            out["primary"]["rho"] = primary_rho(measured_at[family], measured[family][1], key, pair)
     return out
+
+
+def primary_rho(m: MeasuredFamily, matrices: dict[str, dict[str, np.ndarray]], key: tuple[str, str],
+                pair: tuple[str, str] | None) -> dict:
+    """The item correlation the primary MDD is priced on and its source: the primary pair's own with its
+    interval where the pair's documents are informative, else the mean over every pair of arms (stated)."""
+    own = pair_correlation(m.scores[key], matrices[pair[1]], matrices[pair[0]]) if pair else None
+    if own is not None and m.documents_of(key, pair)[1]:
+        return own | {"source": f"the primary pair {pair[0]} − {pair[1]}"}
+    pooled = [r for a, b in combinations(matrices, 2)
+              if (r := pair_correlation(m.scores[key], matrices[a], matrices[b], draws=0)) is not None]
+    why = ("its arms did not both run" if pair is None else "its two arms answered every document alike")
+    return {"rho": float(np.mean([r["rho"] for r in pooled])) if pooled else None, "low": None, "high": None,
+            "source": f"the pool over every pair of arms (the primary pair is uninformative: {why})"}

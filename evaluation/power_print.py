@@ -29,6 +29,10 @@ def print_primary(report: dict) -> None:
           f"{primary['alpha']:.2g}): {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
                                                  f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
                                                  if scale == 100 and value is not None and "paper_effect" in report else ""))
+    if rho := primary.get("rho"):
+        interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
+        print(f"    item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
+              else f"    item correlation: none measured ({rho['source']})")
     if len(primary.get("average_by_family", {})) > 1:
         print("    the same pair on each family's average, alone at the same level: " + "; ".join(
             f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))
@@ -40,7 +44,7 @@ def print_power(report: dict) -> None:
     measured = {name: [v for v in r.values() if v is not None] for name, r in report["item_correlation"].items()}
     documents = (f"item correlation measured on {report['item_noise']} (mean over benchmarks "
                  + ", ".join(f"{name} {sum(v) / len(v):.2f}" for name, v in measured.items() if v)
-                 + "; where every arm answered every document alike, 0.5 assumed)" if report["item_noise"] else
+                 + "; each benchmark's clipped to [0, 0.95])" if report["item_noise"] else
                  f"assumed accuracy {a['accuracy']:.2f}, item correlation {a['item_correlation']:.2f} (assumed)")
     print(f"{rung}Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
           f"seeds, {report['arms']} arms; {documents}, seed std {100 * a['seed_std']:.2f} points per benchmark, "

@@ -44,7 +44,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation import markdown
 from evaluation.decisions import decision_sections
 from evaluation.evaluate import DamagedResult
-from evaluation.family_report import family_report, named_seed_variances
+from evaluation.family_report import family_report, named_seed_variances, stated_seed_checks
 from evaluation.headline import headline_table
 from evaluation.ladder import ladder_report
 from evaluation.metrics import families
@@ -81,6 +81,7 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_
               "table": headline_table(comparison, suite, arms),
               "families": {name: family_report(f, comparison, arms, noise_k, clean, named[name])
                            for name, f in fams.items()} if arms else {}}
+    report["stated_seed_checks"] = stated_seed_checks(report["families"])
     report |= decision_sections(report, config, fams)
     report["clean_text_tasks"] = [{"task": t.task, "set": t.set, "view": t.view} for t in clean]
     return report | source_sections(config, runs, comparison, suite.all_tasks() + [t.task for t in clean])

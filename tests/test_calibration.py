@@ -16,6 +16,7 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
                 calibration.Setting("2 arms, 2 seeds, from the run", 2, 2, from_run=True))
     monkeypatch.setattr(calibration, "SETTINGS", settings)
     monkeypatch.setattr(calibration, "FROM_RUN_DRAWS", 128)
+    monkeypatch.setattr(calibration, "RHO_DRAWS", 20)
     out = tmp_path / "calibration.json"
     assert calibration.main(["--replicates", "6", "--workers", "1", "--out", str(out)]) == 0
     results = json.loads(out.read_text())
@@ -30,5 +31,6 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
         "accuracy:average", "bpb:average", "clean_text:plain", "clean_text:markdown"}
     assert 0 <= results[4]["power_at_mdd"] <= 1 and set(results[4]["printed_mdd_over_true"]) == {"p10", "p50", "p90"}
     assert any("with the noisier arm" in group for group in results[1]["coverage_by_group"])
+    assert all(r["untested_p_rate"] == 0 for r in results) and 0 <= results[4]["rho_coverage"] <= 1
     split = calibration.run(settings, 6, workers=2)
     assert json.loads(json.dumps(split)) == results

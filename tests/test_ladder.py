@@ -70,20 +70,23 @@ def test_agreement_counts_signs_and_resolved_verdicts_against_the_target_rung():
     assert tie["s"]["by_metric"]["accuracy"]["sign_agrees"] == 0
 
 
-def test_the_primary_decision_is_read_at_every_rung_against_the_reference():
+def test_the_primary_decision_is_decided_at_its_deciding_rung_and_described_at_the_others():
     from evaluation.ladder import primary_agreement
 
-    def report(difference, result, why=None):
+    def report(difference, result, why=None, deciding=False):
         interval = None if difference is None else {"difference": difference, "low": difference - 1, "high": difference + 1}
         return {"primary": {"arm": "x", "reference": "ref", "score": "bpb:average", "interval": interval, "result": result,
-                            "why": why}}
+                            "why": why or (None if deciding else "descriptive: the deciding rung is m"),
+                            "deciding": deciding}}
 
-    reports = {"s": report(-0.02, "better"), "m": report(0.01, None), "l": report(-0.03, "better"),
-               "one": report(None, None, "x: no evaluated run at the compared step")}
+    reports = {"s": report(-0.02, None), "m": report(-0.01, None, deciding=True), "l": report(0.03, None),
+               "one": report(None, None, "x: no evaluated run at the compared step", deciding=False)}
     out = primary_agreement(reports, ["s", "m", "one", "l"], "l")
     assert (out["arm"], out["reference"], out["score"]) == ("x", "ref", "bpb:average")
     rungs = out["rungs"]
-    assert rungs["s"]["verdict"] == "better" and rungs["s"]["sign_agrees"] and rungs["s"]["verdict_agrees"]
-    assert rungs["m"]["verdict"] == "noise" and not rungs["m"]["sign_agrees"] and not rungs["m"]["verdict_agrees"]
+    assert rungs["m"]["verdict"] == "noise" and rungs["m"]["verdict_agrees"] and rungs["m"]["sign_agrees"]
+    # the other rungs: no verdict of their own, their sign beside the deciding rung's
+    assert rungs["s"]["verdict"] == "descriptive" and rungs["s"]["sign_agrees"] and rungs["s"]["verdict_agrees"] is None
+    assert rungs["l"]["verdict"] == "descriptive" and rungs["l"]["sign_agrees"] is False
     assert rungs["one"]["verdict"] == "not decided" and rungs["one"]["sign_agrees"] is None
     assert primary_agreement({"l": {"primary": None}}, ["l"], "l") is None

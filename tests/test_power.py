@@ -230,11 +230,16 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
     assert set(low["families"]) == {"accuracy", "p_gold"} and low["item_noise"] == "rho 0.5"
     assert high["families"]["p_gold"]["mdd"]["average"] < low["families"]["p_gold"]["mdd"]["average"]
     assert high["item_correlation"]["p_gold"]["ARC"] == 0.9
-    # a benchmark every arm answered alike measured no correlation: the assumed one stays, and says so
+    # out-of-range estimates follow one rule, clipped to [0, 0.95]: every arm alike (1.0) and a negative one
     alike = measured(0.5)
     alike["accuracy"]["BoolQ"] = UnitNoise(0.24, 1.0, 0.0, 0.0)
-    same = power.power_report(config, measured=(alike, "alike"))
-    assert same["item_correlation"]["accuracy"]["BoolQ"] is None and same["mdd"]["BoolQ"] == low["mdd"]["BoolQ"]
+    alike["accuracy"]["PIQA"] = UnitNoise(0.24, -0.3, 0.0, 0.0)
+    clipped = power.power_report(config, measured=(alike, "alike"))
+    assert clipped["item_correlation"]["accuracy"]["BoolQ"] == 0.95 and clipped["item_correlation"]["accuracy"]["PIQA"] == 0
+    at_bounds = measured(0.5)
+    at_bounds["accuracy"]["BoolQ"], at_bounds["accuracy"]["PIQA"] = UnitNoise(0.24, 0.95, 0, 0), UnitNoise(0.24, 0.0, 0, 0)
+    bounds = power.power_report(config, measured=(at_bounds, "bounds"))
+    assert clipped["mdd"]["BoolQ"] == bounds["mdd"]["BoolQ"] and clipped["mdd"]["PIQA"] == bounds["mdd"]["PIQA"]
     # the primary decision, alone at 0.05, needs less than the decision table's cell at 0.05 / 2
     primary = low["primary"]
     assert primary["score"] == "p_gold:average" and primary["alpha"] == pytest.approx(0.05)
@@ -270,3 +275,32 @@ def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_
     # estimates fall below the 2 their sum has), far less than with a draw an arm
     assert 0.77 <= np.mean(held) <= 0.90
     assert np.mean(two_draws) > 0.95
+
+
+def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a_planted_one():
+    """Arms a and b share most of each document's value (rho 0.79 planted), c shares none of it: the
+    pool over the three pairs (about 0.26) would price the primary pair b − a on the wrong documents."""
+    family = power.families(load_suite(), [])["accuracy"]
+    rng = np.random.default_rng(3)
+    shared = {t: rng.normal(0, 1, 300) for t in family.task_keys()}
+
+    def arm(common: float) -> dict[str, np.ndarray]:
+        return {t: common * u + rng.normal(0, 0.5, 300) + rng.normal(0, 0.1, (2, 300)) for t, u in shared.items()}
+
+    matrices = {"a": arm(1.0), "b": arm(1.0), "c": {t: rng.normal(0, 1.12, (2, 300)) for t in shared}}
+    m = power_measured.measure_family(family, matrices)
+    key = ("columns", "average")
+    rho = power_measured.primary_rho(m, matrices, key, ("b", "a"))
+    planted = 1 / (1 + 0.25 + 0.01)
+    assert rho["source"] == "the primary pair b − a" and rho["low"] <= planted <= rho["high"]
+    assert abs(rho["rho"] - planted) < 0.03 and rho["high"] - rho["low"] < 0.1
+    own, from_pair = m.documents_of(key, ("b", "a"))
+    assert from_pair and own is m.pair_tasks[frozenset(("a", "b"))]
+    assert m.noise(key, ("b", "a")).fixed < 0.5 * m.noise(key, ("c", "a")).fixed  # its own, not the pool's
+    # a pair whose arms answered every document alike is uninformative: the pool, and it says so
+    matrices["d"] = {t: x.copy() for t, x in matrices["a"].items()}
+    m = power_measured.measure_family(family, matrices)
+    pooled = power_measured.primary_rho(m, matrices, key, ("d", "a"))
+    assert pooled["source"].startswith("the pool over every pair of arms (the primary pair is uninformative")
+    assert pooled["low"] is None and 0 <= pooled["rho"] <= 0.95
+    assert power_measured.clip_rho(-0.2) == 0.0 and power_measured.clip_rho(1.0) == 0.95

@@ -378,7 +378,7 @@ def shifted_runs(config, shifts: dict[str, float], seeds=(1,), n: int = 200, rng
 
 
 def test_one_seed_per_arm_decides_nothing_without_a_named_seed_variance(tmp_path):
-    config = config_for(tmp_path, seeds=(1,))
+    config = config_for(tmp_path, seeds=(1,), primary={"pair": ["b", "a"]})
     shifted_runs(config, {"a": 0.0, "b": 0.3})  # a large difference: the documents alone would call it
     report = build_report(config, SUITE)
     (row,) = report["decision"]
@@ -388,7 +388,14 @@ def test_one_seed_per_arm_decides_nothing_without_a_named_seed_variance(tmp_path
     assert all(c.get("result_holm") is None for c in report["families"]["accuracy"]["pairs"]["b − a"]["units"].values())
     assert any(n.startswith("a: one seed and no seed variance named") for n in report["statistics_notes"])
     assert report["families"]["accuracy"]["noise"]["columns"]["average"]["above_floor"] is None
-    assert "not decided: one seed" in report_markdown(report, SUITE)
+    text = report_markdown(report, SUITE)
+    assert "not decided: one seed" in text
+    # the primary line: no p-value and no inferential interval, the documents' interval labelled as such
+    primary = report["primary"]
+    assert primary["interval"] is None and primary["result"] is None and "p" not in primary["documents_interval"]
+    assert primary["documents_interval"]["difference"] == pytest.approx(cell["difference"])
+    line = next(ln for ln in text.splitlines() if ln.startswith("**b − a**"))
+    assert "p =" not in line and "item-only interval" in line and "seeds' noise is unmeasured" in line
 
 
 def test_one_seed_is_decided_against_the_seed_sd_the_config_states(tmp_path):
@@ -399,12 +406,30 @@ def test_one_seed_is_decided_against_the_seed_sd_the_config_states(tmp_path):
     # each arm's seed variance is stated as (0.5 points)^2, known: the seeds' part adds both over one seed
     assert cell["seeds_measured"] and cell["var_seeds"] == pytest.approx(2 * 0.005 ** 2) and cell["df_seeds"] is None
     assert cell["result"] == "better"
-    assert cell["seed_source"] == "a: stated in evaluation.seed_sd; b: stated in evaluation.seed_sd"
+    stated = "stated in evaluation.seed_sd (accuracy:average: 0.5 points)"
+    assert cell["seed_source"] == f"a: {stated}; b: {stated}"
+    assert f"‡ the seed variance each such cell rests on: b − a, accuracy, Avg (points): a: {stated}" \
+        in report_markdown(report, SUITE)
     mmlu = report["families"]["accuracy"]["pairs"]["b − a"]["units"]["MMLU"]
     assert mmlu["var_seeds"] == pytest.approx(2 * 0.01 ** 2)  # the family's SD where the score has none of its own
     assert "‡" in report_markdown(report, SUITE)
     with pytest.raises(SystemExit, match="evaluation.seed_sd: accuracy:nothing: no such family or score"):
         build_report(config_for(tmp_path / "x", seeds=(1,), seed_sd={"accuracy:nothing": 1.0}), SUITE)
+
+
+def test_a_stated_seed_sd_below_what_the_rung_measured_on_its_other_arms_is_refused(tmp_path):
+    config = config_for(tmp_path, seeds=(1, 2, 3), seed_sd={"accuracy:average": 0.1})
+    shifted_runs(config, {"a": 0.0}, seeds=(1, 2, 3))  # a's seeds shift its score by 2 points (SD)
+    shifted_runs(config, {"b": 0.1}, seeds=(1,))  # b has one seed: decided against the stated SD
+    with pytest.raises(SystemExit, match=r"evaluation.seed_sd: stated in evaluation.seed_sd \(accuracy:average: 0.1 "
+                                         r"points\) on accuracy columns:average is below what this rung measured on a"):
+        build_report(config, SUITE)
+    config = config_for(tmp_path, seeds=(1, 2, 3), seed_sd={"accuracy:average": 5.0})
+    report = build_report(config, SUITE)
+    (check,) = [c for c in report["stated_seed_checks"] if c["score"] == "columns:average"]
+    assert check["arms"] == ["a"] and check["df"] == 2 and check["low"] <= check["measured_sd"] <= check["high"]
+    assert any("seed SD stated in evaluation.seed_sd (accuracy:average: 5 points), beside" in n
+               for n in report["statistics_notes"])
 
 
 def test_a_task_missing_for_one_arm_drops_its_scores_for_that_arms_pairs_only(tmp_path):
@@ -424,8 +449,15 @@ def test_a_task_missing_for_one_arm_drops_its_scores_for_that_arms_pairs_only(tm
     (b_row, c_row) = report["decision"]
     assert b_row["accuracy:average"] is None and b_row["dropped"][0] == ["accuracy:average", "b has no documents of copa"]
     text = report_markdown(report, SUITE)
-    assert "Not compared (the pair's arms do not both have the score's tasks" in text
+    assert "Not compared (each empty cell, and why): " in text
     assert "b − a, accuracy, Avg (points): b has no documents of copa" in text
+    assert "Empty cells (`-`), and why: b − a, COPA: b has no documents of copa" in text
+    # a family no arm logged (these runs log accuracy only): every empty cell of every table says why
+    for row in report["decision"] + report["every_pair"]:
+        empty = {key for key, cell in row.items() if cell is None}
+        assert empty and empty == {key for key, _ in row["dropped"]}
+    assert dict(b_row["dropped"])["bpb:average"].startswith("no arm has documents of ")
+    assert "b − a, bits/byte of gold answers, Avg (bits/byte, lower is better): no arm has documents of " in text
     # the headline: c's average from the seed that has every task, and says so
     assert "(1 of 2 seeds)" in text
 
@@ -492,3 +524,46 @@ def test_an_interval_with_no_measured_noise_is_not_shown_as_a_bracket_of_no_widt
     cell = {"difference": -0.125, "low": -0.125, "high": -0.125, "se": 0.0, "p": 1.0}
     assert diff_cell(cell, family) == "-12.50 (no noise measured: no interval)"
     assert diff_cell(cell | {"low": -0.2, "high": -0.05, "se": 0.04}, family) == "-12.50 [-20.00, -5.00]"
+
+
+def test_the_primary_decision_carries_its_pre_registration_record_checked_against_git(tmp_path):
+    import subprocess
+
+    import yaml
+
+    from configs.experiment import load_experiment
+    from evaluation.preregistration import preregistration
+
+    raw = pretrain_experiment(tmp_path, evaluation={"primary": {"pair": ["b", "a"], "pilot_informed": True,
+                                                                "sides": "one-sided"}})
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    path = tmp_path / "experiment.yaml"
+
+    def commit(date: str) -> None:
+        path.write_text(yaml.safe_dump(raw))
+        env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "PATH": "/usr/bin:/bin"}
+        for args in (["init", "-q"], ["add", path.name], ["commit", "-q", "-m", "primary"]):
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, env=env, check=True)
+
+    commit("2020-01-01T00:00:00+00:00")  # fixed long before the runs below
+    shifted_runs(load_experiment(path), {"a": 0.0, "b": 0.15}, seeds=(1, 2, 3))
+    report = build_report(load_experiment(path), SUITE)
+    primary, record = report["primary"], report["primary"]["record"]
+    assert record["status"] == "pilot-informed" and record["fixed_before_runs"] and record["sides"] == "one-sided"
+    assert record["deciding_rung"] == load_experiment(path).rungs()[-1] and len(record["commit"]) == 40
+    # one-sided, the arm better: half the two-sided p-value
+    assert primary["deciding"] and primary["result"] == "better" and primary["p"] == pytest.approx(primary["interval"]["p"] / 2)
+    text = report_markdown(report, SUITE)
+    assert "chosen after seeing pilot runs (stated: evaluation.primary.pilot_informed)" in text
+    assert "before its deciding runs existed" in text and "Status: **pilot-informed**" in text
+    raw["evaluation"]["primary"] |= {"sides": "two-sided", "pilot_informed": False}
+    path.write_text(yaml.safe_dump(raw))  # not committed: not recorded, so exploratory
+    record = preregistration(load_experiment(path))
+    assert record["status"] == "exploratory" and "uncommitted changes" in record["why"]
+    commit("2099-12-01T00:00:00+00:00")  # changed after its deciding runs existed
+    record = preregistration(load_experiment(path))
+    assert record["status"] == "exploratory" and not record["fixed_before_runs"]
+    assert "after its deciding runs existed" in record["why"]
+    raw["evaluation"]["primary"]["deciding_rung"] = "nowhere"
+    with pytest.raises(ValueError, match="evaluation.primary.deciding_rung: nowhere is not a rung"):
+        ExperimentConfig.model_validate(raw)
