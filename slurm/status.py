@@ -494,7 +494,7 @@ def evaluation_row(config: ExperimentConfig, queue: list[QueuedTask] | None, acc
                    plan: dict | None) -> tuple[Row, dict, list[Failure]]:
     """One row for every rung's evaluation (one Slurm array evaluates every pending checkpoint):
     checkpoints scored of those the runs will export, and tasks scored, per rung."""
-    from corpus.flow.plan import checkpoints_per_run
+    from corpus.flow.pricing import checkpoints_per_run
     from evaluation.evaluate import checkpoint_info, exported_checkpoints, result_dir
 
     row = Row("evaluate", 0)
