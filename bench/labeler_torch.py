@@ -31,7 +31,9 @@ seconds / B (the decode step plain, the verification step drafted; every drafted
 as a verification, an upper bound on its time); pages/s = 1 / seconds. Roofline bound: seconds =
 max(FLOPs a page / peak FLOP/s, bytes a page / memory bandwidth), FLOPs = 2 x matmul parameters x
 positions computed + 2 x hidden x vocab x logits + causal attention (4 x layers x heads x head_dim
-x position, summed), bytes = passes x (weights / B + KV a sequence at L) + the prompt's KV written;
+x each computed position's context, summed: prompt^2 / 2 + decoded positions x (prompt + answer / 2)),
+bytes = (passes - 1) x (weights read a pass / B + KV a sequence at L) + the page's KV written (weights
+read a pass: the decoder layers and the output layer, not the embedding, of which a pass reads B rows);
 peak FLOP/s the spec sheet's (the measured matrix product where none), bandwidth measured by a
 device copy. Each part stops at `--budget`; every architecture's result is written as soon as it
 is measured. On a GPU it writes the tracked record `bench/measured/labeler_torch-<gpu>.json` (GPU,
@@ -268,13 +270,17 @@ def roofline(page: dict, shape: dict, parameters: int, dtype_bytes: int, batch: 
     prompt, answer = page["prompt_tokens"], page["answer_tokens"]
     attention = 4 * shape["num_hidden_layers"] * shape["num_attention_heads"] * shape["head_dim"]
     logits = 2 * shape["hidden_size"] * shape["vocab_size"]
-    weights = (parameters + 2 * shape["hidden_size"] * shape["vocab_size"]) * dtype_bytes  # + embedding, output layer
+    # a pass reads the decoder layers and the output layer; of the embedding only its B rows
+    weights = (parameters + shape["hidden_size"] * shape["vocab_size"]) * dtype_bytes
     kv = kv_bytes_per_token(shape, dtype_bytes)
     out = {}
     for name, passes, per_pass in (("plain", page["passes_plain"], 1), ("drafted", page["passes_drafted"], draft_tokens + 1)):
         decoded = (passes - 1) * per_pass  # positions computed after the prompt (rejected drafts included)
         positions = prompt + decoded
-        flops = 2 * parameters * positions + logits * (1 + decoded) + attention * positions**2 / 2
+        # each position attends its own context: the prompt's causally, each decoded one the mean page's
+        # context while it answers (a rejected draft does not lengthen the sequence)
+        attended = prompt**2 / 2 + decoded * (prompt + answer / 2)
+        flops = 2 * parameters * positions + logits * (1 + decoded) + attention * attended
         moved = (passes - 1) * (weights / batch + kv * kv_length) + kv * (prompt + answer)
         seconds = max(flops / flops_peak, moved / bandwidth)
         out[name] = {"flops_per_page": flops, "bytes_per_page": moved, "pages_per_s": 1 / seconds,

@@ -27,17 +27,22 @@ def test_the_estimate_adds_the_prefill_and_the_steps_a_page_takes_of_a_batch():
 def test_the_roofline_bound_is_the_slower_of_compute_and_memory():
     shape = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
              "hidden_size": 32, "vocab_size": 100}
-    page = {"prompt_tokens": 10, "answer_tokens": 4, "passes_plain": 5, "passes_drafted": 2}
+    page = {"prompt_tokens": 10, "answer_tokens": 4, "passes_plain": 5, "passes_drafted": 3}
     bound = roofline(page, shape, parameters=1000, dtype_bytes=2, batch=4, kv_length=12, draft_tokens=3,
                      flops_peak=1e6, bandwidth=1e6)
     attention, logits, kv = 4 * 2 * 4 * 8, 2 * 32 * 100, 2 * 2 * 2 * 8 * 2
-    weights = (1000 + 2 * 32 * 100) * 2
-    plain_flops = 2 * 1000 * 14 + logits * 5 + attention * 14**2 / 2
+    weights = (1000 + 32 * 100) * 2  # the output layer's rows, not the embedding's: a pass reads B rows of it
+    # the prompt's 10 positions causally (10^2 / 2), then 4 decoded ones each at the mean context 10 + 4 / 2
+    plain_flops = 2 * 1000 * 14 + logits * 5 + attention * (10**2 / 2 + 4 * 12)
     plain_bytes = 4 * (weights / 4 + kv * 12) + kv * 14
     assert bound["plain"]["flops_per_page"] == pytest.approx(plain_flops)
     assert bound["plain"]["bytes_per_page"] == pytest.approx(plain_bytes)
     assert bound["plain"]["pages_per_s"] == pytest.approx(1e6 / max(plain_flops, plain_bytes))
-    assert bound["drafted"]["flops_per_page"] == pytest.approx(2 * 1000 * 14 + logits * 5 + attention * 14**2 / 2)
+    # two drafted passes of 3 + 1 positions: 8 computed for a 4-token answer, the rejected ones at the
+    # same context (10 + 4 / 2), not a sequence grown to 18
+    drafted_flops = 2 * 1000 * 18 + logits * 9 + attention * (10**2 / 2 + 8 * 12)
+    assert bound["drafted"]["flops_per_page"] == pytest.approx(drafted_flops)
+    assert bound["drafted"]["bytes_per_page"] == pytest.approx(2 * (weights / 4 + kv * 12) + kv * 14)
 
 
 def test_the_vllm_counts_are_the_plain_and_drafted_rows_of_a_cpu_run(tmp_path):
