@@ -38,7 +38,8 @@ if [ -z "$COMMIT" ]; then
   echo "bench/device_check.sh: no git checkout here: give --commit SHA (the commit this tree is)" >&2; exit 2
 fi
 if [ -d "$SITE" ]; then  # the carried packages this image lacks, after nothing of its own
-  CARRIED=$("$PY" -m bench.device_check --pythonpath "$SITE")
+  CARRIED=$("$PY" -m bench.device_check --pythonpath "$SITE") || {
+    echo "bench/device_check.sh: python -m bench.device_check --pythonpath $SITE failed: the carried packages are not on the path" >&2; exit 2; }
   export PYTHONPATH="${CARRIED}${PYTHONPATH:+:$PYTHONPATH}"
   echo "carried: ${CARRIED:-nothing missing here}"
 fi
