@@ -19,7 +19,8 @@ block classifier's draft at its measured agreement.
 random weights from its config (bench.labeler_gpu.ARCHITECTURES; bf16, SDPA attention) and measures:
 1. prefill tokens/s: the pages' prompts at their true lengths, in length-sorted batches of at most
    `--prefill-batch-tokens` tokens (padded to the batch's longest; padding is not counted as
-   tokens), logits for the last position only, as vLLM computes them;
+   tokens), timed in a seeded random order (cut short, a sample of the lengths), logits for the
+   last position only, as vLLM computes them;
 2. one greedy decode step (1 position a sequence, argmax) and one verification step of a k-token
    draft (k + 1 positions: the last accepted token and the k drafted) at batch B and KV length L,
    in a static KV cache under `torch.compile(mode="reduce-overhead")` (CUDA graphs), as vLLM runs
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import shlex
 import statistics
@@ -154,9 +156,15 @@ def prefill_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     return batches
 
 
+def timing_order(batches: list[list[int]], seed: int = 0) -> list[list[int]]:
+    """The batches in a seeded random order: a run cut short at its seconds has timed a sample of
+    the pages' lengths, not only the longest (whose attention makes a token several times dearer)."""
+    return random.Random(seed).sample(batches, len(batches))
+
+
 def prefill(model, lengths: list[int], batch_tokens: int, seconds: float) -> dict:
-    """Prompt tokens/s over length-sorted batches, until `seconds` are spent (the first batch is a
-    warm-up, not timed)."""
+    """Prompt tokens/s over length-sorted batches timed in a random order, until `seconds` are spent
+    (a warm-up on the shortest batch first, not timed)."""
     import torch
 
     batches = prefill_batches(lengths, batch_tokens)
@@ -173,7 +181,7 @@ def prefill(model, lengths: list[int], batch_tokens: int, seconds: float) -> dic
     run(batches[-1])  # warm-up on the shortest
     synchronize()
     timed, tokens, padded, began = 0, 0, 0, time.perf_counter()
-    for batch in batches:
+    for batch in timing_order(batches):
         run(batch)
         synchronize()
         timed, tokens, padded = timed + 1, tokens + sum(batch), padded + len(batch) * batch[0]

@@ -6,13 +6,21 @@ import json
 
 import pytest
 
-from bench.labeler_torch import estimate, main, prefill_batches, roofline, vllm_counts
+from bench.labeler_torch import estimate, main, prefill_batches, roofline, timing_order, vllm_counts
 
 
 def test_prefill_batches_stay_within_their_padded_token_budget():
     batches = prefill_batches([10, 300, 20, 40, 35, 1000], 100)
     assert batches == [[1000], [300], [40, 35], [20, 10]]  # longest first; a prompt over the budget alone
     assert all(len(b) * b[0] <= 100 for b in batches if len(b) > 1)
+
+
+def test_prefill_cut_short_has_timed_a_sample_of_the_lengths_not_the_longest():
+    batches = prefill_batches(list(range(100, 4100, 100)), 100)  # 40 batches, one prompt each, longest first
+    order = timing_order(batches)
+    assert sorted(order) == sorted(batches)
+    first = [b[0] for b in order[:10]]  # what a run stopped after a quarter of its batches timed
+    assert 1000 < sum(first) / len(first) < 3100 and min(first) < 2000
 
 
 def test_the_estimate_adds_the_prefill_and_the_steps_a_page_takes_of_a_batch():
