@@ -36,8 +36,9 @@ x each computed position's context, summed: prompt^2 / 2 + decoded positions x (
 bytes = (passes - 1) x (weights read a pass / B + KV a sequence at L) + the page's KV written (weights
 read a pass: the decoder layers and the output layer, not the embedding, of which a pass reads B rows);
 peak FLOP/s the spec sheet's (the measured matrix product where none), bandwidth measured by a
-device copy. Each part stops at `--budget`; every architecture's result is written as soon as it
-is measured. On a GPU it writes the tracked record `bench/measured/labeler_torch-<gpu>.json` (GPU,
+device copy. Within `--budget`: prefill stops at a third of what is left, and an architecture is
+started only when the time left covers the last one's (30 s for the first); every architecture's
+result is written as soon as it is measured. On a GPU it writes the tracked record `bench/measured/labeler_torch-<gpu>.json` (GPU,
 driver, versions, commit, command) that `python -m bench.gpu_tables` makes the docs' table from.
 """
 
@@ -398,15 +399,20 @@ def measure(args) -> int:
               "pages_file": f"bench/measured/{args.pages_file.name}", "counts": pages["counts"],
               "tokenizer": pages["tokenizer"], "peaks": peaks, "architectures": []}
     targets = [args.out] + ([record_dir / record_name(result["device"])] if record_dir else [])
+    needed = 30.0  # seconds an architecture takes at least; then what the last one took (its compiles)
     for arch in args.arch:
-        if deadline - time.perf_counter() < 30:
-            result["architectures"].append({"arch": arch, "error": f"not run: the --budget of {args.budget} s was spent"})
+        if deadline - time.perf_counter() < needed:
+            # started, it would run past the budget into the device check's kill and leave no row
+            result["architectures"].append({"arch": arch, "error": f"not run: the --budget of {args.budget} s was "
+                                            f"spent (an architecture takes {needed:.0f} s here)"})
         else:
             print(f"… {arch}", flush=True)
+            began = time.perf_counter()
             try:
                 result["architectures"].append(measure_architecture(arch, args, pages, peaks, deadline))
             except Exception as e:  # an architecture that fails is a row; the others are still measured
                 result["architectures"].append({"arch": arch, "error": f"{type(e).__name__}: {e}"[:300]})
+            needed = max(needed, time.perf_counter() - began)
         for target in targets:  # after each architecture: what was measured survives a later failure
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(result, indent=2) + "\n")

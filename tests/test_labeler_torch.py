@@ -100,7 +100,31 @@ def test_a_measurement_past_its_budget_keeps_a_record_saying_what_was_not_run(tm
     main(["measure", "--arch", "tiny", "qwen3-0.6b", "--pages-file", str(labeler_pages_file), "--batch", "2", "--budget", "0",
           "--commit", "0123456789abcdef", "--record-dir", str(tmp_path), "--out", str(tmp_path / "scratch.json")])
     record = json.loads((tmp_path / "labeler_torch-cpu.json").read_text())
-    assert [a["error"] for a in record["architectures"]] == ["not run: the --budget of 0.0 s was spent"] * 2
+    assert [a["error"] for a in record["architectures"]] == ["not run: the --budget of 0.0 s was spent "
+                                                             "(an architecture takes 30 s here)"] * 2
+
+
+def test_an_architecture_is_not_started_when_the_time_left_is_less_than_the_last_one_took(tmp_path, labeler_pages_file,
+                                                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    import bench.labeler_torch as labeler_torch
+
+    clock = [0.0]
+
+    def measured(arch, *args):  # each architecture takes 60 s of the 100 s budget (its compiles)
+        clock[0] += 60
+        return {"arch": arch}
+
+    monkeypatch.setattr(labeler_torch, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(labeler_torch, "peaks_of_device", lambda: {"device": "cpu", "flops": 1.0, "bandwidth": 1.0})
+    monkeypatch.setattr(labeler_torch, "measure_architecture", measured)
+    monkeypatch.setattr(labeler_torch, "print_result", lambda result: None)
+    main(["measure", "--arch", "tiny", "qwen3-0.6b", "--pages-file", str(labeler_pages_file), "--batch", "2",
+          "--budget", "100", "--commit", "0123456789abcdef", "--record-dir", str(tmp_path), "--out", str(tmp_path / "s.json")])
+    tiny, qwen = json.loads((tmp_path / "labeler_torch-cpu.json").read_text())["architectures"]
+    assert tiny == {"arch": "tiny"}  # 40 s were left, not the 60 s the first took: not started, and it says so
+    assert qwen["error"] == "not run: the --budget of 100.0 s was spent (an architecture takes 60 s here)"
 
 
 @pytest.mark.slow
