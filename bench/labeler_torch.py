@@ -200,6 +200,9 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
     import torch
     from transformers import StaticCache
 
+    # the last step's graphs go first: their CUDA graph pools (and any KV cache they still hold) would
+    # otherwise sit beside this step's cache, sized to fill the GPU beside the weights
+    torch._dynamo.reset()  # also: each shape its own static graph, not a dynamic one from the last shape
     cache = StaticCache(config=model.config, max_cache_len=kv_length + positions)
     ids = torch.randint(model.config.vocab_size, (batch, positions), device=device())
     where = torch.arange(kv_length, kv_length + positions, device=device())
@@ -218,7 +221,6 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
     forward(model)  # eager once: the cache allocates its tensors for this batch
     step, compile_error, began = model, None, time.perf_counter()
     if compiled:
-        torch._dynamo.reset()  # each shape its own static graph, not a dynamic one from the last shape
         try:
             step = torch.compile(model, mode="reduce-overhead")
             warm_up(step)
