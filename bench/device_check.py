@@ -126,10 +126,19 @@ def top_level(folder: Path, prefix: str = "") -> list[str]:
     return names
 
 
+def importable(name: str) -> bool:
+    """Whether this Python imports `name`; a dotted name whose parent namespace is absent (protobuf's
+    `google.protobuf` on an image without any `google` package) is not, where find_spec would raise."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 def pythonpath(site: Path) -> str:
     """The carried distributions this Python lacks, as PYTHONPATH entries."""
     missing = [folder for folder in sorted(site.iterdir()) if folder.is_dir()
-               and any(importlib.util.find_spec(name) is None for name in top_level(folder))]
+               and not all(importable(name) for name in top_level(folder))]
     return ":".join(str(folder.resolve()) for folder in missing)
 
 

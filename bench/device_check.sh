@@ -3,7 +3,7 @@
 # no pydantic, no package index), under 8 minutes: the 1B training bench (bench/gpu_check.sh, with the
 # carried packages), then the torch-only labeler estimate (python -m bench.labeler_torch measure). Each
 # part stops at its budget (200 s and 160 s) and is killed past it plus --margin (50 s: start-up and
-# the record; 7.7 minutes at most in all); a part that fails leaves the other's record. Writes the
+# the record), the kill waiting 10 s more: 8 minutes at most in all; a part that fails leaves the other's record. Writes the
 # tracked records bench/measured/gpu_check-<gpu>-<model>.json and bench/measured/labeler_torch-<gpu>.json
 # (GPU, driver, versions, commit, command), then prints the tables docs/reference/gpu-figures.md renders (python -m bench.gpu_tables --update writes them there).
 # Before it, where the project's environment is: python -m bench.device_check --wheels (the carried
@@ -38,7 +38,8 @@ if [ -z "$COMMIT" ]; then
   echo "bench/device_check.sh: no git checkout here: give --commit SHA (the commit this tree is)" >&2; exit 2
 fi
 if [ -d "$SITE" ]; then  # the carried packages this image lacks, after nothing of its own
-  CARRIED=$("$PY" -m bench.device_check --pythonpath "$SITE")
+  CARRIED=$("$PY" -m bench.device_check --pythonpath "$SITE") || {
+    echo "bench/device_check.sh: python -m bench.device_check --pythonpath $SITE failed: the carried packages are not on the path" >&2; exit 2; }
   export PYTHONPATH="${CARRIED}${PYTHONPATH:+:$PYTHONPATH}"
   echo "carried: ${CARRIED:-nothing missing here}"
 fi

@@ -145,11 +145,23 @@ def labeler_rows(measured: list[dict]) -> list[str]:
     return [LABELER_HEADER, LABELER_RULE, *map(labeler_row, [*measured, *missing])]
 
 
+def steps_compiled(architectures: list[dict]) -> str:
+    """How the decode and verification steps ran: compiled, eager, or compiled but for the steps that
+    fell back to eager (each architecture's steps compile on their own)."""
+    steps = [(a["arch"], name, a[name]) for a in architectures if "decode" in a for name in ("decode", "verify")]
+    eager = [f"{arch}'s {name} step ran eager ({step['compile_error'] or 'not compiled'})"
+             for arch, name, step in steps if not step["compiled"]]
+    if not steps:
+        return "-"
+    if len(eager) == len(steps):
+        return "eager"
+    return "under torch.compile with CUDA graphs" + (f" (but {'; '.join(eager)})" if eager else "")
+
+
 def labeler_table(record: dict) -> str:
     """One labeler record: a torch-only estimate, where and how it was measured, and its rows."""
     peaks = record["peaks"]
-    steps = next((a["decode"] for a in record["architectures"] if "decode" in a), None)
-    how = ("under torch.compile with CUDA graphs" if steps["compiled"] else "eager") if steps else "-"
+    how = steps_compiled(record["architectures"])
     intro = (f"`{record['command']}` on {where(record)}; {software(record)}; commit {short_commit(record['commit'])}, "
              f"{record['date']} (`{record['file']}`): **a torch-only estimate (no vLLM)**. Random weights of each "
              f"architecture, SDPA attention, a static KV cache, the steps {how}. Roofline peaks: "

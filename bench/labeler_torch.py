@@ -19,7 +19,8 @@ block classifier's draft at its measured agreement.
 random weights from its config (bench.labeler_gpu.ARCHITECTURES; bf16, SDPA attention) and measures:
 1. prefill tokens/s: the pages' prompts at their true lengths, in length-sorted batches of at most
    `--prefill-batch-tokens` tokens (padded to the batch's longest; padding is not counted as
-   tokens), logits for the last position only, as vLLM computes them;
+   tokens), timed in a seeded random order (cut short, a sample of the lengths), logits for the
+   last position only, as vLLM computes them;
 2. one greedy decode step (1 position a sequence, argmax) and one verification step of a k-token
    draft (k + 1 positions: the last accepted token and the k drafted) at batch B and KV length L,
    in a static KV cache under `torch.compile(mode="reduce-overhead")` (CUDA graphs), as vLLM runs
@@ -31,10 +32,13 @@ seconds / B (the decode step plain, the verification step drafted; every drafted
 as a verification, an upper bound on its time); pages/s = 1 / seconds. Roofline bound: seconds =
 max(FLOPs a page / peak FLOP/s, bytes a page / memory bandwidth), FLOPs = 2 x matmul parameters x
 positions computed + 2 x hidden x vocab x logits + causal attention (4 x layers x heads x head_dim
-x position, summed), bytes = passes x (weights / B + KV a sequence at L) + the prompt's KV written;
+x each computed position's context, summed: prompt^2 / 2 + decoded positions x (prompt + answer / 2)),
+bytes = (passes - 1) x (weights read a pass / B + KV a sequence at L) + the page's KV written (weights
+read a pass: the decoder layers and the output layer, not the embedding, of which a pass reads B rows);
 peak FLOP/s the spec sheet's (the measured matrix product where none), bandwidth measured by a
-device copy. Each part stops at `--budget`; every architecture's result is written as soon as it
-is measured. On a GPU it writes the tracked record `bench/measured/labeler_torch-<gpu>.json` (GPU,
+device copy. Within `--budget`: prefill stops at a third of what is left, and an architecture is
+started only when the time left covers the last one's (30 s for the first); every architecture's
+result is written as soon as it is measured. On a GPU it writes the tracked record `bench/measured/labeler_torch-<gpu>.json` (GPU,
 driver, versions, commit, command) that `python -m bench.gpu_tables` makes the docs' table from.
 """
 
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import shlex
 import statistics
@@ -152,9 +157,15 @@ def prefill_batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     return batches
 
 
+def timing_order(batches: list[list[int]], seed: int = 0) -> list[list[int]]:
+    """The batches in a seeded random order: a run cut short at its seconds has timed a sample of
+    the pages' lengths, not only the longest (whose attention makes a token several times dearer)."""
+    return random.Random(seed).sample(batches, len(batches))
+
+
 def prefill(model, lengths: list[int], batch_tokens: int, seconds: float) -> dict:
-    """Prompt tokens/s over length-sorted batches, until `seconds` are spent (the first batch is a
-    warm-up, not timed)."""
+    """Prompt tokens/s over length-sorted batches timed in a random order, until `seconds` are spent
+    (a warm-up on the shortest batch first, not timed)."""
     import torch
 
     batches = prefill_batches(lengths, batch_tokens)
@@ -171,7 +182,7 @@ def prefill(model, lengths: list[int], batch_tokens: int, seconds: float) -> dic
     run(batches[-1])  # warm-up on the shortest
     synchronize()
     timed, tokens, padded, began = 0, 0, 0, time.perf_counter()
-    for batch in batches:
+    for batch in timing_order(batches):
         run(batch)
         synchronize()
         timed, tokens, padded = timed + 1, tokens + sum(batch), padded + len(batch) * batch[0]
@@ -189,6 +200,9 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
     import torch
     from transformers import StaticCache
 
+    # the last step's graphs go first: their CUDA graph pools (and any KV cache they still hold) would
+    # otherwise sit beside this step's cache, sized to fill the GPU beside the weights
+    torch._dynamo.reset()  # also: each shape its own static graph, not a dynamic one from the last shape
     cache = StaticCache(config=model.config, max_cache_len=kv_length + positions)
     ids = torch.randint(model.config.vocab_size, (batch, positions), device=device())
     where = torch.arange(kv_length, kv_length + positions, device=device())
@@ -207,7 +221,6 @@ def step_seconds(model, batch: int, kv_length: int, positions: int, compiled: bo
     forward(model)  # eager once: the cache allocates its tensors for this batch
     step, compile_error, began = model, None, time.perf_counter()
     if compiled:
-        torch._dynamo.reset()  # each shape its own static graph, not a dynamic one from the last shape
         try:
             step = torch.compile(model, mode="reduce-overhead")
             warm_up(step)
@@ -268,13 +281,17 @@ def roofline(page: dict, shape: dict, parameters: int, dtype_bytes: int, batch: 
     prompt, answer = page["prompt_tokens"], page["answer_tokens"]
     attention = 4 * shape["num_hidden_layers"] * shape["num_attention_heads"] * shape["head_dim"]
     logits = 2 * shape["hidden_size"] * shape["vocab_size"]
-    weights = (parameters + 2 * shape["hidden_size"] * shape["vocab_size"]) * dtype_bytes  # + embedding, output layer
+    # a pass reads the decoder layers and the output layer; of the embedding only its B rows
+    weights = (parameters + shape["hidden_size"] * shape["vocab_size"]) * dtype_bytes
     kv = kv_bytes_per_token(shape, dtype_bytes)
     out = {}
     for name, passes, per_pass in (("plain", page["passes_plain"], 1), ("drafted", page["passes_drafted"], draft_tokens + 1)):
         decoded = (passes - 1) * per_pass  # positions computed after the prompt (rejected drafts included)
         positions = prompt + decoded
-        flops = 2 * parameters * positions + logits * (1 + decoded) + attention * positions**2 / 2
+        # each position attends its own context: the prompt's causally, each decoded one the mean page's
+        # context while it answers (a rejected draft does not lengthen the sequence)
+        attended = prompt**2 / 2 + decoded * (prompt + answer / 2)
+        flops = 2 * parameters * positions + logits * (1 + decoded) + attention * attended
         moved = (passes - 1) * (weights / batch + kv * kv_length) + kv * (prompt + answer)
         seconds = max(flops / flops_peak, moved / bandwidth)
         out[name] = {"flops_per_page": flops, "bytes_per_page": moved, "pages_per_s": 1 / seconds,
@@ -384,15 +401,20 @@ def measure(args) -> int:
               "pages_file": f"bench/measured/{args.pages_file.name}", "counts": pages["counts"],
               "tokenizer": pages["tokenizer"], "peaks": peaks, "architectures": []}
     targets = [args.out] + ([record_dir / record_name(result["device"])] if record_dir else [])
+    needed = 30.0  # seconds an architecture takes at least; then what the last one took (its compiles)
     for arch in args.arch:
-        if deadline - time.perf_counter() < 30:
-            result["architectures"].append({"arch": arch, "error": f"not run: the --budget of {args.budget} s was spent"})
+        if deadline - time.perf_counter() < needed:
+            # started, it would run past the budget into the device check's kill and leave no row
+            result["architectures"].append({"arch": arch, "error": f"not run: the --budget of {args.budget} s was "
+                                            f"spent (an architecture takes {needed:.0f} s here)"})
         else:
             print(f"… {arch}", flush=True)
+            began = time.perf_counter()
             try:
                 result["architectures"].append(measure_architecture(arch, args, pages, peaks, deadline))
             except Exception as e:  # an architecture that fails is a row; the others are still measured
                 result["architectures"].append({"arch": arch, "error": f"{type(e).__name__}: {e}"[:300]})
+            needed = max(needed, time.perf_counter() - began)
         for target in targets:  # after each architecture: what was measured survives a later failure
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(result, indent=2) + "\n")

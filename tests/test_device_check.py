@@ -30,13 +30,16 @@ def test_over_the_limit_nothing_is_carried(tmp_path, capsys):
 
 
 def test_the_pythonpath_names_only_the_carried_packages_this_python_lacks(tmp_path):
-    for folder in ("absent/not_installed_anywhere_xyz", "present/json", "namespace/xml/not_in_the_namespace_xyz"):
+    for folder in ("absent/not_installed_anywhere_xyz", "present/json", "namespace/xml/not_in_the_namespace_xyz",
+                   "no_parent/absent_namespace_xyz/module_xyz"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "present" / "json-1.0.dist-info").mkdir()
     entries = pythonpath(tmp_path).split(":")
-    # xml is this Python's, but not the module inside it: the copy goes on the path
-    assert entries == [str((tmp_path / "absent").resolve()), str((tmp_path / "namespace").resolve())]
+    # xml is this Python's, but not the module inside it: the copy goes on the path; a namespace this
+    # Python lacks altogether (protobuf's `google` on a bare GPU image) too, not a crash
+    assert entries == [str((tmp_path / "absent").resolve()), str((tmp_path / "namespace").resolve()),
+                       str((tmp_path / "no_parent").resolve())]
 
 
 def check(tmp_path: Path, pages: Path, labeler_args: str) -> subprocess.CompletedProcess:

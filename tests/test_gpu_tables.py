@@ -37,3 +37,15 @@ def test_a_record_measured_on_a_dirty_tree_says_so_in_its_table():
               "commit": "0123456789abcdef-dirty", "date": "2026-01-01", "file": "bench/measured/x.json", "model": "tiny",
               "global_batch": 4, "steps": 4, "matmul": {"size": 1024, "dtype": "float32"}, "peak_flops_measured": 1e11}
     assert "commit 0123456-dirty (uncommitted changes), 2026-01-01" in table(record)
+
+
+def test_a_labeler_step_that_fell_back_to_eager_is_named_not_called_compiled():
+    from bench.gpu_tables import steps_compiled
+
+    compiled, fallback = {"compiled": True, "compile_error": None}, {"compiled": False, "compile_error": "OOM: graph"}
+    archs = [{"arch": "a", "decode": compiled, "verify": compiled}, {"arch": "b", "decode": compiled, "verify": fallback},
+             {"arch": "c", "error": "not run"}]
+    assert steps_compiled(archs[:1]) == "under torch.compile with CUDA graphs"
+    assert steps_compiled(archs) == "under torch.compile with CUDA graphs (but b's verify step ran eager (OOM: graph))"
+    assert steps_compiled([{"arch": "a", "decode": fallback | {"compile_error": None}, "verify": fallback}]) == "eager"
+    assert steps_compiled(archs[2:]) == "-"

@@ -6,13 +6,21 @@ import json
 
 import pytest
 
-from bench.labeler_torch import estimate, main, prefill_batches, roofline, vllm_counts
+from bench.labeler_torch import estimate, main, prefill_batches, roofline, timing_order, vllm_counts
 
 
 def test_prefill_batches_stay_within_their_padded_token_budget():
     batches = prefill_batches([10, 300, 20, 40, 35, 1000], 100)
     assert batches == [[1000], [300], [40, 35], [20, 10]]  # longest first; a prompt over the budget alone
     assert all(len(b) * b[0] <= 100 for b in batches if len(b) > 1)
+
+
+def test_prefill_cut_short_has_timed_a_sample_of_the_lengths_not_the_longest():
+    batches = prefill_batches(list(range(100, 4100, 100)), 100)  # 40 batches, one prompt each, longest first
+    order = timing_order(batches)
+    assert sorted(order) == sorted(batches)
+    first = [b[0] for b in order[:10]]  # what a run stopped after a quarter of its batches timed
+    assert 1000 < sum(first) / len(first) < 3100 and min(first) < 2000
 
 
 def test_the_estimate_adds_the_prefill_and_the_steps_a_page_takes_of_a_batch():
@@ -27,17 +35,22 @@ def test_the_estimate_adds_the_prefill_and_the_steps_a_page_takes_of_a_batch():
 def test_the_roofline_bound_is_the_slower_of_compute_and_memory():
     shape = {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
              "hidden_size": 32, "vocab_size": 100}
-    page = {"prompt_tokens": 10, "answer_tokens": 4, "passes_plain": 5, "passes_drafted": 2}
+    page = {"prompt_tokens": 10, "answer_tokens": 4, "passes_plain": 5, "passes_drafted": 3}
     bound = roofline(page, shape, parameters=1000, dtype_bytes=2, batch=4, kv_length=12, draft_tokens=3,
                      flops_peak=1e6, bandwidth=1e6)
     attention, logits, kv = 4 * 2 * 4 * 8, 2 * 32 * 100, 2 * 2 * 2 * 8 * 2
-    weights = (1000 + 2 * 32 * 100) * 2
-    plain_flops = 2 * 1000 * 14 + logits * 5 + attention * 14**2 / 2
+    weights = (1000 + 32 * 100) * 2  # the output layer's rows, not the embedding's: a pass reads B rows of it
+    # the prompt's 10 positions causally (10^2 / 2), then 4 decoded ones each at the mean context 10 + 4 / 2
+    plain_flops = 2 * 1000 * 14 + logits * 5 + attention * (10**2 / 2 + 4 * 12)
     plain_bytes = 4 * (weights / 4 + kv * 12) + kv * 14
     assert bound["plain"]["flops_per_page"] == pytest.approx(plain_flops)
     assert bound["plain"]["bytes_per_page"] == pytest.approx(plain_bytes)
     assert bound["plain"]["pages_per_s"] == pytest.approx(1e6 / max(plain_flops, plain_bytes))
-    assert bound["drafted"]["flops_per_page"] == pytest.approx(2 * 1000 * 14 + logits * 5 + attention * 14**2 / 2)
+    # two drafted passes of 3 + 1 positions: 8 computed for a 4-token answer, the rejected ones at the
+    # same context (10 + 4 / 2), not a sequence grown to 18
+    drafted_flops = 2 * 1000 * 18 + logits * 9 + attention * (10**2 / 2 + 8 * 12)
+    assert bound["drafted"]["flops_per_page"] == pytest.approx(drafted_flops)
+    assert bound["drafted"]["bytes_per_page"] == pytest.approx(2 * (weights / 4 + kv * 12) + kv * 14)
 
 
 def test_the_vllm_counts_are_the_plain_and_drafted_rows_of_a_cpu_run(tmp_path):
@@ -87,7 +100,31 @@ def test_a_measurement_past_its_budget_keeps_a_record_saying_what_was_not_run(tm
     main(["measure", "--arch", "tiny", "qwen3-0.6b", "--pages-file", str(labeler_pages_file), "--batch", "2", "--budget", "0",
           "--commit", "0123456789abcdef", "--record-dir", str(tmp_path), "--out", str(tmp_path / "scratch.json")])
     record = json.loads((tmp_path / "labeler_torch-cpu.json").read_text())
-    assert [a["error"] for a in record["architectures"]] == ["not run: the --budget of 0.0 s was spent"] * 2
+    assert [a["error"] for a in record["architectures"]] == ["not run: the --budget of 0.0 s was spent "
+                                                             "(an architecture takes 30 s here)"] * 2
+
+
+def test_an_architecture_is_not_started_when_the_time_left_is_less_than_the_last_one_took(tmp_path, labeler_pages_file,
+                                                                                         monkeypatch):
+    from types import SimpleNamespace
+
+    import bench.labeler_torch as labeler_torch
+
+    clock = [0.0]
+
+    def measured(arch, *args):  # each architecture takes 60 s of the 100 s budget (its compiles)
+        clock[0] += 60
+        return {"arch": arch}
+
+    monkeypatch.setattr(labeler_torch, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(labeler_torch, "peaks_of_device", lambda: {"device": "cpu", "flops": 1.0, "bandwidth": 1.0})
+    monkeypatch.setattr(labeler_torch, "measure_architecture", measured)
+    monkeypatch.setattr(labeler_torch, "print_result", lambda result: None)
+    main(["measure", "--arch", "tiny", "qwen3-0.6b", "--pages-file", str(labeler_pages_file), "--batch", "2",
+          "--budget", "100", "--commit", "0123456789abcdef", "--record-dir", str(tmp_path), "--out", str(tmp_path / "s.json")])
+    tiny, qwen = json.loads((tmp_path / "labeler_torch-cpu.json").read_text())["architectures"]
+    assert tiny == {"arch": "tiny"}  # 40 s were left, not the 60 s the first took: not started, and it says so
+    assert qwen["error"] == "not run: the --budget of 100.0 s was spent (an architecture takes 60 s here)"
 
 
 @pytest.mark.slow
