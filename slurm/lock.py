@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -167,6 +169,32 @@ def driving(root: Path, say):
         return
     mine = acquire(root, say)
     try:
-        yield
+        with released_on_termination():
+            yield
     finally:
         release(root, mine)
+
+
+@contextmanager
+def released_on_termination():
+    """SIGTERM (scancel, Slurm's time limit, torchrun stopping its workers) and SIGHUP (a closed
+    login session) end the driver through its `finally`s, so its lock goes with it: left behind
+    on a login node, a driver started from another one could not tell it stale."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    driver = os.getpid()
+
+    def end(signum, frame):
+        if os.getpid() != driver:  # a forked worker: die as it would have
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise SystemExit(128 + signum)
+
+    before = {signum: signal.signal(signum, end) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

@@ -121,3 +121,17 @@ def test_a_taker_late_on_a_stale_lock_leaves_the_lock_another_took(tmp_path):
     assert not take_over(tmp_path / LOCK_FILE, stale, late_record)
     assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == first["pid"]
     release(tmp_path, first)
+
+
+def test_a_driver_stopped_by_sigterm_releases_its_lock(tmp_path):
+    import signal
+
+    driver = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+                               "from slurm.lock import driving\nwith driving(Path(sys.argv[1]), print):\n"
+                               "    print('driving', flush=True)\n    time.sleep(60)\n", str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert driver.stdout.readline().strip() == "driving"
+    assert (tmp_path / LOCK_FILE).is_file()
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not (tmp_path / LOCK_FILE).exists()
