@@ -88,13 +88,19 @@ def gone(holder: dict) -> str | None:
 
 
 def try_link(record: Path, lock: Path) -> bool:
+    """Whether `lock` is now a link to `record` (this driver's). On NFS a link() whose reply was
+    lost is sent again and fails, EEXIST included, though the first one made the link: the
+    record's link count tells (open(2), O_EXCL on NFS)."""
     try:
         os.link(record, lock)
         return True
-    except FileExistsError:
-        return False
-    except OSError:  # NFS: the link may have been made and its reply lost
-        return record.stat().st_nlink == 2
+    except OSError as e:
+        if record.stat().st_nlink == 2:
+            return True
+        if isinstance(e, FileExistsError):
+            return False
+        raise DriverLocked(f"refused: cannot take {lock} ({e}); the output root needs a filesystem with hard "
+                           "links (local, NFS, Lustre, GPFS) that this user can write") from None
 
 
 def take_over(lock: Path, stale: str, record: Path) -> bool:

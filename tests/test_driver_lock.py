@@ -135,3 +135,25 @@ def test_a_driver_stopped_by_sigterm_releases_its_lock(tmp_path):
     driver.send_signal(signal.SIGTERM)
     assert driver.wait(timeout=30) == 128 + signal.SIGTERM
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_link_whose_nfs_reply_was_lost_still_takes_the_lock(tmp_path, monkeypatch):
+    link = os.link
+
+    def link_then_eexist(source, target):  # the retransmitted link() fails: the first made it
+        link(source, target)
+        raise FileExistsError(17, "File exists", str(target))
+
+    monkeypatch.setattr("slurm.lock.os.link", link_then_eexist)
+    mine = acquire(tmp_path, print)
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == mine["pid"]
+    release(tmp_path, mine)
+
+
+def test_a_filesystem_without_hard_links_is_refused_saying_so(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted", str(target))
+
+    monkeypatch.setattr("slurm.lock.os.link", no_links)
+    with pytest.raises(DriverLocked, match="needs a filesystem with hard links"):
+        acquire(tmp_path, print)
