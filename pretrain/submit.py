@@ -110,7 +110,8 @@ def queued_job(script: Path) -> str | None:
                          "submit from a node where squeue runs") from None
     for line in out.stdout.splitlines():
         job, state, command = (line.strip().split("|", 2) + ["", ""])[:3]
-        if command == str(script) and state not in ENDED:
+        # Slurm keeps the script's path as sbatch was given it (relative to where it ran: here, as a rule)
+        if command and Path(command).resolve() == script and state not in ENDED:
             return job
     return None
 
