@@ -74,6 +74,9 @@ def sha256_once(path: Path) -> tuple[str, bool]:
         pass  # no stamp, or a damaged one: hash
     digest = file_sha256(path)
     if file_version(path) == version:  # not stamped if the file changed while it was read
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(stamp, json.dumps({"version": version, "sha256": digest}) + "\n")
+        try:
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(stamp, json.dumps({"version": version, "sha256": digest}) + "\n")
+        except OSError:
+            pass  # a folder this user cannot write (another team's datasets): checked all the same, hashed each time
     return digest, True

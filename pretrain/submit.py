@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from pretrain.train import STOP_REQUEST, selected_runs, unfinished
 from slurm.console import say
 from slurm.jobs import REPO, BatchJob, sbatch, write_job
-from slurm.lock import DriverLocked, driving
+from slurm.lock import ENDED, DriverLocked, driving
 
 
 def training_job(config: ExperimentConfig, config_path: str, arm: str, seed: int) -> BatchJob:
@@ -95,6 +96,26 @@ def unmounted(command: str, mounts: str) -> list[str]:
             and not any(Path(word).is_relative_to(target) for target in targets)]
 
 
+def queued_job(script: Path) -> str | None:
+    """A job of this user whose batch script is `script` (a run's train.sbatch) and that still waits
+    or runs: a second one would train the same run beside it, both writing its checkpoints. None
+    where no Slurm client is installed (nothing can be queued)."""
+    try:
+        out = subprocess.run(["squeue", "--me", "--noheader", "--format=%i|%T|%o"], capture_output=True, text=True,
+                             check=True)
+    except FileNotFoundError:
+        return None
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"cannot tell whether {script} is queued already: squeue failed ({e.stderr.strip() or e}); "
+                         "submit from a node where squeue runs") from None
+    for line in out.stdout.splitlines():
+        job, state, command = (line.strip().split("|", 2) + ["", ""])[:3]
+        # Slurm keeps the script's path as sbatch was given it (relative to where it ran: here, as a rule)
+        if command and Path(command).resolve() == script and state not in ENDED:
+            return job
+    return None
+
+
 def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str, int]], dry_run: bool) -> list[str]:
     jobs = []
     for rung, arm, seed in runs:
@@ -102,7 +123,11 @@ def submit(config: ExperimentConfig, config_path: str, runs: list[tuple[str, str
         if not unfinished(one, arm, seed):
             print(f"{arm} {rung} seed {seed}: finished already")
             continue
-        script = write_job(training_job(one, config_path, arm, seed), one, one.run_dir(arm, seed) / "train.sbatch")
+        script = one.run_dir(arm, seed) / "train.sbatch"
+        if not dry_run and (queued := queued_job(script.resolve())):
+            print(f"{arm} {rung} seed {seed}: queued or running already, job {queued} ({script})")
+            continue
+        script = write_job(training_job(one, config_path, arm, seed), one, script)
         if dry_run:
             print(f"{arm} {rung} seed {seed}: {script}")
             continue

@@ -71,14 +71,15 @@ def check_inputs(config: ExperimentConfig, arms: list[str]) -> str:
     manifest_file = config.datasets_manifest()
     try:
         manifest = json.loads(manifest_file.read_text())
-    except (OSError, ValueError) as e:
+        recorded_arms, recorded_tokenizer = manifest["arms"], manifest["tokenizer"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise DatasetMismatch(f"{manifest_file}: unreadable ({e}); the datasets cannot be checked: "
                               f"{rebuild_hint(config, 'budget')}") from None
     began, hashed = time.perf_counter(), 0
     for arm in arms:
-        if arm not in manifest["arms"]:
+        if arm not in recorded_arms:
             raise DatasetMismatch(f"{manifest_file}: no arm {arm!r} (the datasets were cut for "
-                                  f"{sorted(manifest['arms'])}): {rebuild_hint(config, 'budget')}")
+                                  f"{sorted(recorded_arms)}): {rebuild_hint(config, 'budget')}")
         prefix = str(config.dataset_prefix(arm))
         if problem := index_problem(prefix):
             raise DatasetMismatch(f"{problem}: the dataset of arm {arm!r} is damaged; {rebuild_hint(config, 'budget')}")
@@ -86,10 +87,13 @@ def check_inputs(config: ExperimentConfig, arms: list[str]) -> str:
             path = Path(f"{prefix}.{suffix}")
             digest, read = sha256_once(path)
             hashed += path.stat().st_size if read else 0
-            if digest != (recorded := manifest["arms"][arm][f"{suffix}_sha256"]):
+            if digest != (recorded := recorded_arms[arm][f"{suffix}_sha256"]):
                 raise DatasetMismatch(f"{path}: sha256 {digest[:16]}…, the manifest records {recorded[:16]}… "
                                       f"(changed since the budget cut it); {rebuild_hint(config, 'budget')}")
-    recorded, path = manifest["tokenizer"]["sha256"], config.tokenizer_file()
+    recorded, path = recorded_tokenizer, config.tokenizer_file()
+    if not path.is_file():
+        raise DatasetMismatch(f"{path}: missing; the datasets were cut with tokenizer {recorded[:16]}… "
+                              f"({manifest_file}): restore it, or {rebuild_hint(config, 'tokenizer')}")
     digest, read = sha256_once(path)
     hashed += path.stat().st_size if read else 0
     if digest != recorded:
@@ -102,7 +106,9 @@ def check_inputs(config: ExperimentConfig, arms: list[str]) -> str:
 
 
 def check_inputs_once(config: ExperimentConfig, arms: list[str]) -> str:
-    """`check_inputs` on rank 0 while the other ranks wait; every rank raises the same refusal."""
+    """`check_inputs` on rank 0 while the other ranks wait; every rank raises the same refusal.
+    Whatever rank 0 raises is broadcast first: the others would otherwise wait in the broadcast
+    until the process group's timeout."""
     import torch.distributed as dist
 
     outcome = [None, None]
@@ -111,6 +117,9 @@ def check_inputs_once(config: ExperimentConfig, arms: list[str]) -> str:
             outcome = [check_inputs(config, arms), None]
         except DatasetMismatch as e:
             outcome = [None, str(e)]
+        except Exception as e:
+            dist.broadcast_object_list([None, f"rank 0 could not check the datasets: {e!r}"], src=0)
+            raise
     dist.broadcast_object_list(outcome, src=0)
     if outcome[1]:
         raise DatasetMismatch(outcome[1])

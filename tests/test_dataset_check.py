@@ -86,3 +86,49 @@ def test_no_manifest_is_refused_with_the_command_that_makes_it(config):
     config.datasets_manifest().unlink()
     with pytest.raises(DatasetMismatch, match=r"manifest.json: unreadable .* rebuild it: rm -r .*budget/completions"):
         check_inputs(config, ["a"])
+
+
+def test_a_dataset_folder_this_user_cannot_write_is_checked_all_the_same(config, monkeypatch):
+    def read_only(path, data):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("configs.durable.write_atomically", read_only)  # no stamp can be written
+    assert "(all from stamps)" not in check_inputs(config, ["a"])
+    flip_bytes_in_place(Path(f"{config.dataset_prefix('a')}.bin"))
+    with pytest.raises(DatasetMismatch, match="the manifest records"):
+        check_inputs(config, ["a"])
+
+
+def test_a_missing_tokenizer_is_refused_in_one_line(config):
+    config.tokenizer_file().unlink()
+    with pytest.raises(DatasetMismatch, match=rf"{config.tokenizer_file()}: missing; .* restore it") as e:
+        check_inputs(config, ["a"])
+    assert "\n" not in str(e.value)
+
+
+RANKS = """
+import sys, torch.distributed as dist
+import pretrain.verify as verify
+from configs.experiment import ExperimentConfig
+def broken(config, arms):
+    raise OSError("disk gone")
+verify.check_inputs = broken
+dist.init_process_group("gloo", init_method=f"file://{sys.argv[1]}", rank=int(sys.argv[2]), world_size=2)
+try:
+    verify.check_inputs_once(None, ["a"])
+except (OSError, verify.DatasetMismatch) as e:
+    print(type(e).__name__, e, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_when_rank_0_cannot_check_the_other_ranks_are_told_not_left_waiting(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    ranks = [subprocess.Popen([sys.executable, "-c", RANKS, str(tmp_path / "rendezvous"), str(rank)], env=env,
+                              stdout=subprocess.PIPE, text=True) for rank in (0, 1)]
+    outs = [rank.communicate(timeout=120)[0] for rank in ranks]
+    assert "OSError disk gone" in outs[0]
+    assert "DatasetMismatch rank 0 could not check the datasets: OSError('disk gone')" in outs[1]

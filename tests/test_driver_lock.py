@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_config
-from slurm.lock import CLAIM_ENV, LOCK_FILE, DriverLocked, acquire, driving, release
+from slurm.lock import CLAIM_ENV, LOCK_FILE, DriverLocked, acquire, driving, release, take_over
 
 RACER = """
 import sys, time
@@ -81,6 +81,79 @@ def test_the_corpus_flow_is_refused_before_any_write_while_another_driver_runs(t
 def test_a_requeued_job_takes_over_the_lock_its_earlier_run_left(tmp_path, monkeypatch):
     (tmp_path / LOCK_FILE).write_text(json.dumps({"host": "node7", "pid": 1, "job_id": "4242", "started": "then"}))
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")  # Slurm counts the requeues
     said = []
     release(tmp_path, acquire(tmp_path, said.append))
     assert said and said[0].endswith("is gone: it is this Slurm job (4242) before it was requeued")
+
+
+def test_a_second_driver_in_the_same_allocation_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")  # salloc: two drivers in one job, no requeue between them
+    mine = acquire(tmp_path, print)
+    with pytest.raises(DriverLocked, match="Slurm job 4242"):
+        acquire(tmp_path, print)
+    release(tmp_path, mine)
+
+
+def test_a_holder_whose_job_squeue_shows_ended_is_taken_over(tmp_path, monkeypatch):
+    # squeue --jobs still lists an ended job (COMPLETED, CANCELLED...) for slurmctld's MinJobAge
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text("#!/bin/sh\necho CANCELLED\n")
+    (bin_dir / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / LOCK_FILE).write_text(json.dumps({"host": "login2", "pid": 7, "job_id": "77", "started": "then"}))
+    said = []
+    release(root, acquire(root, said.append))
+    assert said and said[0].endswith("is gone: Slurm job 77 has ended (CANCELLED)")
+
+
+def test_a_taker_late_on_a_stale_lock_leaves_the_lock_another_took(tmp_path):
+    # two takers read the same stale holder; the first takes over; the second must not remove its lock
+    stale = json.dumps({"host": socket.gethostname(), "pid": 2**22 + 1, "started": "then"})
+    (tmp_path / LOCK_FILE).write_text(stale)
+    first = acquire(tmp_path, print)
+    late_record = tmp_path / ".late"
+    late_record.write_text("{}")
+    assert not take_over(tmp_path / LOCK_FILE, stale, late_record)
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == first["pid"]
+    release(tmp_path, first)
+
+
+def test_a_driver_stopped_by_sigterm_releases_its_lock(tmp_path):
+    import signal
+
+    driver = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+                               "from slurm.lock import driving\nwith driving(Path(sys.argv[1]), print):\n"
+                               "    print('driving', flush=True)\n    time.sleep(60)\n", str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert driver.stdout.readline().strip() == "driving"
+    assert (tmp_path / LOCK_FILE).is_file()
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_link_whose_nfs_reply_was_lost_still_takes_the_lock(tmp_path, monkeypatch):
+    link = os.link
+
+    def link_then_eexist(source, target):  # the retransmitted link() fails: the first made it
+        link(source, target)
+        raise FileExistsError(17, "File exists", str(target))
+
+    monkeypatch.setattr("slurm.lock.os.link", link_then_eexist)
+    mine = acquire(tmp_path, print)
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == mine["pid"]
+    release(tmp_path, mine)
+
+
+def test_a_filesystem_without_hard_links_is_refused_saying_so(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted", str(target))
+
+    monkeypatch.setattr("slurm.lock.os.link", no_links)
+    with pytest.raises(DriverLocked, match="needs a filesystem with hard links"):
+        acquire(tmp_path, print)

@@ -239,3 +239,26 @@ def test_a_damaged_file_is_read_past_counted_and_once_replaced_read_again_to_a_c
     for folder in ("extract", "post", "tokenizer", "datasets"):
         assert output_hashes(recovered.output_root / folder) == output_hashes(clean.output_root / folder), folder
     assert not any("begun_by" in read_provenance(p.parent) for p in recovered.output_root.rglob("provenance.json"))
+
+
+def test_a_full_disk_while_the_first_run_writes_the_list_leaves_no_cut_list(tmp_path, sample_dir, monkeypatch):
+    import contextlib
+    from pathlib import Path
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.warc.gz", "b.warc.gz"):
+        (folder / name).write_bytes((sample_dir / "sample.warc.gz").read_bytes())
+    config = make_config(tmp_path / "out", folder / "*.warc.gz", {"x": {"extractor": "trafilatura"}})
+    plain_write = Path.write_text
+
+    def disk_full_halfway(path, text, *args, **kwargs):  # a plain write leaves what fit
+        plain_write(path, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", disk_full_halfway)
+    with contextlib.suppress(OSError):
+        resolve_inputs(config)
+    monkeypatch.undo()
+    # the next run reads the whole list (a cut one would be refused as changed inputs)
+    assert resolve_inputs(config)[1].read_text().split() == ["a.warc.gz", "b.warc.gz"]

@@ -60,6 +60,8 @@ def test_a_container_training_job_runs_torchrun_inside_the_image_and_sees_what_i
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "sbatch").write_text(FAKE_SBATCH)
     (tmp_path / "bin" / "sbatch").chmod(stat.S_IRWXU)
+    (tmp_path / "bin" / "squeue").write_text("#!/bin/sh\n")  # nothing queued (pretrain.submit.queued_job asks)
+    (tmp_path / "bin" / "squeue").chmod(stat.S_IRWXU)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SBATCH_COPY", str(tmp_path / "submitted.sbatch"))
     raw = pretrain_experiment(tmp_path / "out", executor={"env_command": "source /host/venv/bin/activate"})
@@ -116,6 +118,8 @@ def test_a_ladder_submits_one_job_per_rung_arm_and_seed_shaped_by_its_rung(tmp_p
     (tmp_path / "bin" / "sbatch").write_text('#!/usr/bin/env bash\ncp "${@: -1}" "$FAKE_SBATCH_DIR/$(date +%s%N).sbatch"\n'
                                              "echo 7\n")
     (tmp_path / "bin" / "sbatch").chmod(stat.S_IRWXU)
+    (tmp_path / "bin" / "squeue").write_text("#!/bin/sh\n")  # nothing queued (pretrain.submit.queued_job asks)
+    (tmp_path / "bin" / "squeue").chmod(stat.S_IRWXU)
     (tmp_path / "jobs").mkdir()
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SBATCH_DIR", str(tmp_path / "jobs"))
@@ -137,3 +141,22 @@ def test_a_ladder_submits_one_job_per_rung_arm_and_seed_shaped_by_its_rung(tmp_p
         shapes.setdefault(rung, set()).add((d["nodes"], d["gpus-per-node"], d["time"], d["partition"]))
         assert f"--rung {rung} " in script and d["job-name"].startswith("xsuite-train-")
     assert shapes == {"small": {("1", "1", "02:00:00", "h100")}, "large": {("4", "8", "48:00:00", "h100")}}
+
+
+def test_a_run_whose_job_is_queued_or_running_is_not_submitted_again(tmp_path, monkeypatch, capsys):
+    import os
+    import stat
+
+    from pretrain.submit import submit
+
+    config = ExperimentConfig.model_validate(pretrain_experiment(tmp_path / "out"))
+    script = (config.run_dir("a", 1) / "train.sbatch").resolve()
+    (tmp_path / "bin").mkdir()
+    for name, body in (("squeue", f"echo '71|COMPLETED|{script}'\necho '77|RUNNING|{script}'\n"),
+                       ("sbatch", "echo 4243\n")):
+        (tmp_path / "bin" / name).write_text(f"#!/bin/sh\n{body}")
+        (tmp_path / "bin" / name).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    assert submit(config, str(tmp_path / "exp.yaml"), [("model", "a", 1)], dry_run=False) == []
+    assert "queued or running already, job 77" in capsys.readouterr().out
+    assert submit(config, str(tmp_path / "exp.yaml"), [("model", "a", 2)], dry_run=False) == ["4243"]  # another run

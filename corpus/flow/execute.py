@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -179,6 +180,22 @@ def record_splits(stages: list[Stage]) -> None:
             write_atomically(stage.logs / SPLIT, json.dumps(stage.split) + "\n")
 
 
+def ranks_with_output(folder) -> set[int]:
+    """The tasks (by rank) with a file not empty in a writer's folder, from one listing: datatrove
+    names a task's files for its rank (`00042.jsonl.gz`, `00042_00003.jsonl.gz`). A listing per task
+    would cost tasks x files: minutes at a few thousand tasks."""
+    try:
+        entries = folder.ls("", detail=True)
+    except FileNotFoundError:
+        return set()
+    ranks = set()
+    for entry in entries:
+        digits = re.match(r"\d+", entry["name"].rsplit("/", 1)[-1])
+        if entry.get("type") == "file" and entry.get("size") and digits:
+            ranks.add(int(digits.group()))
+    return ranks
+
+
 def lost_outputs(stage: Stage) -> dict[int, str]:
     """The finished tasks whose written documents are gone, by rank, with what is missing: a
     completion marker must never outlive its output (a second driver's cleanup, a hand `rm`, a
@@ -186,20 +203,22 @@ def lost_outputs(stage: Stage) -> dict[int, str]:
     task (`<rank>*`), not empty, in its output folder."""
     from datatrove.pipeline.writers.disk_base import DiskWriter
 
-    lost = {}
+    lost, written = {}, {}
+    writers = [step for step in stage.pipeline if isinstance(step, DiskWriter)]
     for rank in range(stage.tasks):
         stats_file = stage.logs / "stats" / f"{rank:05d}.json"
         if not (stage.logs / "completions" / f"{rank:05d}").is_file() or not stats_file.is_file():
             continue
         steps = json.loads(stats_file.read_text())
-        for writer in (step for step in stage.pipeline if isinstance(step, DiskWriter)):
+        for index, writer in enumerate(writers):
             recorded = next((s for s in steps if s["name"] == f"{writer.type}: {writer.name}"), None)
             if not recorded or not counters(recorded).get("total"):
                 continue
-            folder = writer.output_folder
-            if not any(folder.size(name) for name in folder.glob(f"{rank:05d}*")):
+            if index not in written:
+                written[index] = ranks_with_output(writer.output_folder)
+            if rank not in written[index]:
                 lost[rank] = (f"{counters(recorded)['total']} documents recorded, no file {rank:05d}* in "
-                              f"{folder.path}")
+                              f"{writer.output_folder.path}")
                 break
     return lost
 

@@ -38,12 +38,9 @@ from configs.experiment import ExperimentConfig
 from corpus.shims import array_args, prepare_arrays
 from corpus.stage import Stage, unfinished_tasks
 from slurm.jobs import REPO, sbatch
+from slurm.lock import ENDED
 
 CONTINUE = "continue"
-# squeue states of a job that no longer runs nor waits to
-ENDED = {"COMPLETED", "COMPLETING", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-         "DEADLINE", "OUT_OF_MEMORY"}
-
 
 # squeue's and our record's time format; a job's submit time, set by slurmctld, may fall this far
 # outside the times this machine saw its sbatch start and fail

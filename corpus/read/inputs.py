@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from configs.base import ConfigError
+from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from configs.inputs import CommonCrawlInput, InputsConfig
 from corpus.read.framing import WHAT_TO_DO
@@ -159,8 +160,8 @@ def resolve_inputs(config: ExperimentConfig) -> tuple[str, Path]:
             "'completeness not verified' in the ledger")
     if stored is None or entries != [stored["files"][p] for p in paths]:
         write_manifest(manifest_file, base, entries)
-    if first is None:
-        paths_file.write_text("".join(f"{p}\n" for p in paths))
+    if first is None:  # what every later run keeps: never a cut list (a kill, a full disk)
+        write_atomically(paths_file, "".join(f"{p}\n" for p in paths))
     return base, paths_file
 
 
