@@ -136,8 +136,10 @@ def arm_ledger(config: ExperimentConfig, arm: str, task: int | None = None) -> d
                          tokens, _tokens_out(find_step(steps, step.tokens_class or step.step_class), tokens)))
         tokens = rows[-1]["tokens_out"]
     manifest = manifest_path(config)
-    if manifest.is_file() and task is None:
-        arm_manifest = json.loads(manifest.read_text())["arms"][arm]
+    arm_manifest = json.loads(manifest.read_text())["arms"].get(arm, {}) if manifest.is_file() and task is None else {}
+    # the budget stage's manifest has the cut's counts; datasets made outside the flow (benchmarks, tests:
+    # pretrain.verify.record_datasets) record their digests only, and have no budget row
+    if "available_documents" in arm_manifest:
         docs_in = arm_manifest["available_documents"]
         rows.append(_row(ROW_TITLES[BUDGET], docs_in, arm_manifest["documents"],
                          {"over budget": docs_in - arm_manifest["documents"]},
