@@ -5,11 +5,14 @@ for another is refused, and a local model folder needs none. The hub is a fake h
 import json
 
 import pytest
+from test_slurm_submit import fake_slurm  # noqa: F401  (the fake sbatch and squeue)
 
 from configs.base import ConfigError
+from conftest import make_config
 from corpus.extractors.dripper import DripperArm
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.revision import REVISION_RECORD, pin_revision, pinned_labeler, recorded_commit
+from corpus.flow.run import run_corpus
 
 HUB_MODEL = "someone/labeler"
 
@@ -79,3 +82,17 @@ def test_a_local_model_folder_needs_no_revision(tmp_path):
     labeler = vllm_labeler(str(folder))
     assert pin_revision(tmp_path, labeler, FakeHub("never asked")) is None
     assert pinned_labeler(labeler, tmp_path) is labeler and not (tmp_path / REVISION_RECORD).exists()
+
+
+@pytest.mark.usefixtures("fake_slurm")
+def test_the_driver_records_the_commit_before_it_submits_the_arm(tmp_path, sample_dir, monkeypatch):
+    import corpus.extractors.dripper.labelers.revision as revision
+
+    hub = FakeHub("c0ffee1")
+    monkeypatch.setattr(revision, "hub_commit", hub)
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                         {"d": {"extractor": "dripper", "labeler": {"kind": "vllm", "model": HUB_MODEL}}},
+                         executor={"job_name_prefix": "t"})
+    run_corpus(config, until="extract", executor="slurm")
+    assert recorded_commit(config.arm_dir("d")) == {HUB_MODEL: "c0ffee1"} and hub.asked == 1
+    assert list(config.arm_dir("d").rglob("executor.pik"))  # submitted after the record was written

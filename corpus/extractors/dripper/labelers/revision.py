@@ -32,10 +32,10 @@ def hub_commit(model: str) -> str:
     return HfApi().model_info(model).sha
 
 
-def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str], str] = hub_commit) -> str | None:
+def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str], str] | None = None) -> str | None:
     """The commit every task of the arm loads, recorded in `arm_dir` at the first run: the config's
     `labeler.revision`, else the hub's current one; later runs read the record. None for a labeler
-    that loads nothing from the hub."""
+    that loads nothing from the hub. `resolve`: how the hub is asked (default `hub_commit`)."""
     if not loads_from_hub(labeler):
         return None
     path = Path(arm_dir) / REVISION_RECORD
@@ -52,7 +52,7 @@ def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str],
         revision, source = labeler.revision, "labeler.revision"
     else:
         try:
-            revision, source = resolve(labeler.model), "the hub's main branch at first use"
+            revision, source = (resolve or hub_commit)(labeler.model), "the hub's main branch at first use"
         except OSError as e:  # huggingface_hub's HTTP and offline errors are OSErrors
             raise ConfigError(f"labeler.model {labeler.model}: the hub's current commit could not be read ({e}); run "
                               "the driver where the hub is reachable, or pin labeler.revision to a commit") from e
