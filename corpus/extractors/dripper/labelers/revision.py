@@ -45,7 +45,8 @@ def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str],
             asked = f"{labeler.model}" + (f" at {labeler.revision}" if labeler.revision else "")
             raise ConfigError(f"{path} records {recorded['model']} at commit {recorded['revision']}, which labeled this "
                               f"arm's documents so far; the config asks for {asked} (labeler.model, labeler.revision). "
-                              f"To keep the recorded weights, set labeler.revision: {recorded['revision']} (or null); "
+                              f"To keep the recorded weights, set labeler.model: {recorded['model']} and labeler.revision: "
+                              f"{recorded['revision']} (or null); "
                               f"to label with others, remove {arm_dir} and extract the arm again")
         return recorded["revision"]
     if labeler.revision:
