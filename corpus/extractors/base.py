@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from importlib import metadata
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
@@ -29,6 +30,11 @@ class ExtractorArm(StrictModel):
     @abstractmethod
     def step(self):
         """The datatrove step that turns a page's HTML (`doc.text`) into its main content."""
+
+    def run_step(self, arm_dir: Path):
+        """The step of a flow run whose outputs go under `arm_dir` (an arm that records something
+        there before its tasks start reads it back from there)."""
+        return self.step()
 
     def versions(self) -> dict[str, str]:
         """The release of every package that decides what this arm extracts, by distribution name."""

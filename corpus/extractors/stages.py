@@ -28,7 +28,7 @@ def extraction_pipeline(config: ExperimentConfig, arm: str, base: str, paths_fil
                             files_log=str(config.arm_dir(arm) / "logs" / INPUT_FILES),
                             verify_digests=config.inputs.verify_digests),
         *prefilter_steps(config, arm),
-        config.arms[arm].step(),
+        config.arms[arm].run_step(config.arm_dir(arm)),
         *([PlainText()] if config.extraction.text_format == "plain" else []),
         documents_writer(config.arm_dir(arm) / "output"),
     ]

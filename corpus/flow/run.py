@@ -30,6 +30,8 @@ from configs.environment import check_output_root
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from configs.provenance import write_provenance
 from corpus.accounting.summary import print_summaries, summarize_arm, write_summary
+from corpus.extractors.dripper import DripperArm
+from corpus.extractors.dripper.labelers.revision import pin_revision
 from corpus.flow.execute import (
     DiskFull,
     SplitChanged,
@@ -73,6 +75,9 @@ def drive_corpus(config: ExperimentConfig, until: str, arms: list[str] | None, e
     if executor == "slurm" or record_lines(config):
         check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
+    for name in arms or config.extractor_arms:  # the hub model's commit, fixed before any task loads it
+        if isinstance(arm := config.extractor_arms[name], DripperArm):
+            pin_revision(config.arm_dir(name), arm.labeler)
     stages = corpus_stages(config, base, paths_file, until, arms)
     check_splits(stages)  # before anything is forgotten: a refused run changes nothing
     for file, tasks in files_to_read_again(config, base, retry_skipped).items():

@@ -5,6 +5,7 @@ in vLLM or behind an endpoint, the project's CPU encoder); `labels` builds train
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -32,12 +33,16 @@ class DripperArm(ExtractorArm):
                                          "error), each counted with its reason.")
     packages: ClassVar = ("mineru-html",)
 
-    def step(self, labeler=None):
+    def step(self, labeler=None, arm_dir: Path | None = None):
         """`labeler`: a BlockLabeler to use instead of building the configured one (benchmarks,
-        tests); it must then live in the process that runs the step."""
+        tests); it must then live in the process that runs the step. `arm_dir`: the run's arm
+        folder, where the driver recorded the hub model's commit (labelers.revision)."""
         from corpus.extractors.dripper.step import DripperExtractor
 
-        return DripperExtractor(self, labeler)
+        return DripperExtractor(self, labeler, str(arm_dir) if arm_dir else None)
+
+    def run_step(self, arm_dir: Path):
+        return self.step(arm_dir=arm_dir)
 
     def versions(self) -> dict[str, str]:
         """mineru-html (simplification, prompt, mapping back), the labeler's engine where it runs

@@ -27,6 +27,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.utils.batching import batched
 
 from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, get_labeler
+from corpus.extractors.dripper.labelers.revision import pinned_labeler
 from corpus.extractors.spans import MAX_NESTING, nesting_depth
 from corpus.extractors.trafilatura import trafilatura_step
 from corpus.markdown import html_to_markdown
@@ -132,13 +133,14 @@ class DripperExtractor(PipelineStep):
     name = "💧 Dripper"
     type = "🛢 - EXTRAC"
 
-    def __init__(self, arm: DripperArm, labeler: BlockLabeler | None = None):
+    def __init__(self, arm: DripperArm, labeler: BlockLabeler | None = None, arm_dir: str | None = None):
         super().__init__()
         self.arm = arm
         self.labeler = labeler  # None: the configured one, built in the task's process
+        self.arm_dir = arm_dir  # where the driver recorded the hub model's commit (labelers.revision)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
-        labeler = self.labeler or get_labeler(self.arm.labeler)
+        labeler = self.labeler or get_labeler(pinned_labeler(self.arm.labeler, self.arm_dir))
         fallback = trafilatura_step(self.arm.fallback)
         fallback.check_release()
         with cpu_time_sandbox()(timeout=self.arm.fallback.timeout_s) as sandbox:

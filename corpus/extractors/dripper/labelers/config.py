@@ -23,10 +23,11 @@ class LlmLabelerOptions(StrictModel):
     model: str = Field(DEFAULT_DRIPPER_MODEL, description="The labeling model: a hub id or a local Hugging Face "
                        "folder (with kind: vllm, a path starting `/`, `./` or `../` must be one, checked at load; with "
                        "kind: endpoint, the served model's name).")
-    revision: str | None = Field(None, description="The commit of the hub model (and its tokenizer) vLLM loads: set "
-                                 "it (the model repository's commit hash) so that every task loads the same weights "
-                                 "whatever the hub serves later. null: the hub's current main, unpinned "
-                                 "(SECURITY.md). A local folder needs none.")
+    revision: str | None = Field(None, description="The commit of the hub model (and its tokenizer, and the "
+                                 "speculative draft's) vLLM loads: the model repository's commit hash. null: the "
+                                 "hub's current commit, pinned at first use: the driver records it in "
+                                 "`extract/<arm>/labeler-revision.json` before any task starts and every task loads "
+                                 "it; a later config that names another is refused. A local folder needs none.")
     max_context_tokens: int = Field(32768, ge=256, description="The model's context in tokens; a page whose prompt "
                                     "and answer do not fit falls back to Trafilatura (`too_long`).")
     max_output_tokens: int = Field(4096, ge=16, description="The most tokens of one answer.")

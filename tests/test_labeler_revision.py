@@ -1,0 +1,98 @@
+"""A vLLM labeler's hub model is pinned at first use: the driver records the commit once
+(`extract/<arm>/labeler-revision.json`), every task loads the recorded one, a config that asks
+for another is refused, and a local model folder needs none. The hub is a fake here."""
+
+import json
+
+import pytest
+from test_slurm_submit import fake_slurm  # noqa: F401  (the fake sbatch and squeue)
+
+from configs.base import ConfigError
+from conftest import make_config
+from corpus.extractors.dripper import DripperArm
+from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
+from corpus.extractors.dripper.labelers.revision import REVISION_RECORD, pin_revision, pinned_labeler, recorded_commit
+from corpus.flow.run import run_corpus
+
+HUB_MODEL = "someone/labeler"
+
+
+def vllm_labeler(model: str = HUB_MODEL, **options) -> VllmLabelerConfig:
+    return VllmLabelerConfig.model_validate({"kind": "vllm", "model": model, **options})
+
+
+class FakeHub:
+    """The commit the hub's main points at, and how often it was asked."""
+
+    def __init__(self, commit: str):
+        self.commit, self.asked = commit, 0
+
+    def __call__(self, model: str) -> str:
+        assert model == HUB_MODEL
+        self.asked += 1
+        return self.commit
+
+
+def test_the_hub_commit_is_recorded_once_and_later_runs_read_the_record(tmp_path):
+    hub = FakeHub("c0ffee1")
+    assert pin_revision(tmp_path, vllm_labeler(), hub) == "c0ffee1"
+    hub.commit = "beef002"  # the hub's main moved on
+    assert pin_revision(tmp_path, vllm_labeler(), hub) == "c0ffee1" and hub.asked == 1
+    record = json.loads((tmp_path / REVISION_RECORD).read_text())
+    assert record["model"] == HUB_MODEL and record["revision"] == "c0ffee1"
+    assert recorded_commit(tmp_path) == {HUB_MODEL: "c0ffee1"}  # what the arm's summary names
+
+
+def test_every_task_loads_the_recorded_commit(tmp_path):
+    arm = DripperArm.model_validate({"extractor": "dripper", "labeler": {"kind": "vllm", "model": HUB_MODEL}})
+    step = arm.run_step(tmp_path)  # as the flow builds it, pickled for every task
+    with pytest.raises(ConfigError, match="driver"):  # no task loads the hub's moving main
+        pinned_labeler(step.arm.labeler, step.arm_dir)
+    pin_revision(tmp_path, arm.labeler, FakeHub("c0ffee1"))
+    assert pinned_labeler(step.arm.labeler, step.arm_dir).revision == "c0ffee1"
+
+
+@pytest.mark.parametrize("asked", [{"revision": "beef002"}, {"model": "someone/another"}])
+def test_a_config_that_differs_from_the_record_is_refused(tmp_path, asked):
+    pin_revision(tmp_path, vllm_labeler(), FakeHub("c0ffee1"))
+    with pytest.raises(ConfigError) as refused:
+        pin_revision(tmp_path, vllm_labeler(**asked), FakeHub("beef002"))
+    assert "labeler.revision: c0ffee1" in str(refused.value) and f"remove {tmp_path}" in str(refused.value)
+    assert pin_revision(tmp_path, vllm_labeler(revision="c0ffee1"), FakeHub("beef002")) == "c0ffee1"
+
+
+def test_a_revision_in_the_config_is_recorded_without_asking_the_hub(tmp_path):
+    hub = FakeHub("beef002")
+    assert pin_revision(tmp_path, vllm_labeler(revision="c0ffee1"), hub) == "c0ffee1" and hub.asked == 0
+
+
+def test_an_unreachable_hub_is_a_config_error_that_says_how_to_pin(tmp_path):
+    def offline(model: str) -> str:
+        raise ConnectionError("no route to the hub")
+
+    with pytest.raises(ConfigError, match="pin labeler.revision"):
+        pin_revision(tmp_path, vllm_labeler(), offline)
+    assert not (tmp_path / REVISION_RECORD).exists()
+
+
+def test_a_local_model_folder_needs_no_revision(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    labeler = vllm_labeler(str(folder))
+    assert pin_revision(tmp_path, labeler, FakeHub("never asked")) is None
+    assert pinned_labeler(labeler, tmp_path) is labeler and not (tmp_path / REVISION_RECORD).exists()
+
+
+@pytest.mark.usefixtures("fake_slurm")
+def test_the_driver_records_the_commit_before_it_submits_the_arm(tmp_path, sample_dir, monkeypatch):
+    import corpus.extractors.dripper.labelers.revision as revision
+
+    hub = FakeHub("c0ffee1")
+    monkeypatch.setattr(revision, "hub_commit", hub)
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                         {"d": {"extractor": "dripper", "labeler": {"kind": "vllm", "model": HUB_MODEL}}},
+                         executor={"job_name_prefix": "t"})
+    run_corpus(config, until="extract", executor="slurm")
+    assert recorded_commit(config.arm_dir("d")) == {HUB_MODEL: "c0ffee1"} and hub.asked == 1
+    assert list(config.arm_dir("d").rglob("executor.pik"))  # submitted after the record was written
