@@ -108,14 +108,14 @@ def test_variances_and_interval_match_a_hand_computation():
     assert seeds[0].df == seeds[1].df == 1 and seeds[0].variance == pytest.approx(1 / 18)
     assert seeds[1].variance == pytest.approx(np.var([7 / 6, 13 / 30], ddof=1))
     i = paired_interval({"t": ref}, {"t": other}, {"t": 1.0}, seeds)
-    a, b = seeds[0].variance / 2, seeds[1].variance / 2
-    welch = (a + b) ** 2 / (a ** 2 + b ** 2)
-    assert i.difference == pytest.approx(0.3) and i.se == pytest.approx(np.sqrt(a + b))
-    assert i.var_documents == pytest.approx(0, abs=1e-20) and i.df_seeds == pytest.approx(welch)
-    assert i.seed_part == pytest.approx(1.0)
-    assert i.high == pytest.approx(0.3 + stats.t.isf(0.025, welch) * i.se, rel=1e-3)
+    # the seeds' part is the paired seed differences' (0.5, 0.1): variance 0.08 over 2 seeds, one degree
+    # of freedom; the reference's own seed variation, which the other arm shares, cancels in them
+    assert i.difference == pytest.approx(0.3) and i.se == pytest.approx(0.2)
+    assert i.var_documents == pytest.approx(0, abs=1e-20) and i.var_interaction == pytest.approx(0, abs=1e-20)
+    assert i.df_seeds == pytest.approx(1) and i.seed_part == pytest.approx(1.0)
+    assert i.high == pytest.approx(0.3 + stats.t.isf(0.025, 1) * 0.2, rel=2e-3)  # the quadrature at 1 df
     assert i.per_seed == pytest.approx([0.5, 0.1]) and i.seeds_agree
-    assert i.p == pytest.approx(2 * stats.t.sf(0.3 / i.se, welch), rel=1e-3)
+    assert i.p == pytest.approx(2 * stats.t.sf(1.5, 1), rel=2e-3)
 
 
 def test_one_seed_with_a_stated_seed_variance_takes_it_as_known():

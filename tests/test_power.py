@@ -69,9 +69,8 @@ def brute_force_power(noise: ScoreNoise, seeds: int, alpha: float, difference: f
     fixed = rng.normal(difference, math.sqrt(noise.fixed), runs)
     a, b = (rng.normal(0, math.sqrt(v), (runs, seeds)) for v in noise.seed)
     per_seed = fixed[:, None] + b - a
-    va, vb = a.var(axis=1, ddof=1) / seeds, b.var(axis=1, ddof=1) / seeds
     p = tail_probability(np.abs(per_seed.mean(axis=1)), documents, np.full(runs, noise.interaction / seeds),
-                         np.full(runs, df), va + vb, (va + vb) ** 2 / (va ** 2 + vb ** 2) * (seeds - 1))
+                         np.full(runs, df), per_seed.var(axis=1, ddof=1) / seeds, np.full(runs, seeds - 1.0))
     return float(np.mean((p < alpha) & (per_seed > 0).all(axis=1)))
 
 
@@ -254,9 +253,9 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
 def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_own_pair():
     """The primary decision's from-run MDD uses its own two arms' seed variances, each on one degree of
     freedom at 2 seeds. Over pilots (each arm's estimate at evenly spaced quantiles of chi2(1), drawn
-    apart) the power at the printed MDD averages 0.88 (0.81 with one arm 3x noisier): the pair's summed
-    variance is drawn once, on Welch's degrees of freedom. Two draws, one an arm, printed MDDs that held
-    0.96 of the time (0.92)."""
+    apart) the power at the printed MDD averages 0.86 against the report's decision on the paired seed
+    differences: the pair's summed variance is drawn once, on Welch's degrees of freedom. Two draws, one
+    an arm, printed MDDs that held 0.94 of the time."""
     key = ("columns", "average")
     truth = ScoreNoise(1e-6, 0.0, ((1e-6, 0.0, 1000),), (1e-4, 1e-4))  # the seeds are the noise
     at_truth = power_simulation.decision_threshold(truth, 2, 0.05)
@@ -274,7 +273,7 @@ def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_
     # still on the safe side where the two arms are equally noisy (Welch's degrees of freedom from two
     # estimates fall below the 2 their sum has), far less than with a draw an arm
     assert 0.77 <= np.mean(held) <= 0.90
-    assert np.mean(two_draws) > 0.95
+    assert np.mean(two_draws) > 0.92
 
 
 def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a_planted_one():
