@@ -27,8 +27,8 @@ variance has three parts:
   benchmark together): Var_seeds = 2 / S x sum_b sum_b' sigma_b sigma_b' rho_bb' / k^2.
 
 The minimum detectable difference (MDD) is the true difference the report calls a result 80% of
-the time, found by simulating the report's own decision on those noise parts: each arm's seed
-variance estimated from its S seeds, the documents' part from its documents, the generalized
+the time, found by simulating the report's own decision on those noise parts: the seeds' part
+from the paired seed differences of S seeds, the documents' part from its documents, the generalized
 interval of evaluation/statistics/intervals.py, every seed agreeing in sign, and the level of the table the
 score is decided in: a cell of the decision table (each arm against the reference on the
 decision's scores) is tested at 0.05 / its cells, the first step of Holm's adjustment over that
@@ -66,6 +66,7 @@ from evaluation.metrics import Family, families
 from evaluation.power_measured import clip_rho, item_noise, run_power
 from evaluation.power_print import print_power, print_run_power
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise, seeds_needed, table_levels
+from evaluation.primary_scale import measured_slope
 from evaluation.statistics.intervals import LEVEL
 from evaluation.tasks.clean_text import clean_text_tasks
 from evaluation.tasks.suite import Suite, load_suite
@@ -222,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         else:
             report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None, measured)
+        if report.get("primary"):  # the slope that puts its MDD in accuracy points: this run's, or the measured one's
+            slope_from = one if args.from_run else load_experiment_or_exit(args.item_noise_from) if args.item_noise_from \
+                else None
+            report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"]) if slope_from \
+                else None
         reports[rung] = report
         if not args.json:
             (print_run_power if args.from_run else print_power)(report)

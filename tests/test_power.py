@@ -13,6 +13,7 @@ from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation import power, power_measured, power_simulation
 from evaluation.power import PowerAssumptions, assumed_noise
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise
+from evaluation.statistics.accuracy_slope import accuracy_slope, convert_mdd, converted_text
 from evaluation.statistics.intervals import tail_probability
 from evaluation.tasks.suite import Suite, load_suite
 
@@ -303,3 +304,34 @@ def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a
     assert pooled["source"].startswith("the pool over every pair of arms (the primary pair is uninformative")
     assert pooled["low"] is None and 0 <= pooled["rho"] <= 0.95
     assert power_measured.clip_rho(-0.2) == 0.0 and power_measured.clip_rho(1.0) == 0.95
+
+
+def _slope_run(spread: float, noise: float, seed: int = 4, arms: int = 5, seeds: int = 3):
+    """arm -> seeds' scores on a primary score (bits/byte) and on accuracy, whose arm means lie on a line of
+    slope -0.5 accuracy per bit/byte; each seed's noise moves both scores the opposite ways."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(1.0, spread, arms)
+    e = rng.normal(0, noise, (arms, seeds))
+    primary = {f"a{k}": (x[k] + e[k]).tolist() for k in range(arms)}
+    accuracy = {f"a{k}": (0.4 - 0.5 * (x[k] - 1) - 0.3 * e[k] + rng.normal(0, noise / 2, seeds)).tolist() for k in range(arms)}
+    return primary, accuracy
+
+
+def test_the_accuracy_slope_recovers_a_planted_one_and_converts_the_mdd_with_its_interval():
+    slope = accuracy_slope(*_slope_run(spread=0.05, noise=0.002))
+    assert slope["slope"] == pytest.approx(-0.5, abs=0.03) and slope["low"] <= -0.5 <= slope["high"]
+    assert slope["convertible"] and slope["why"] == "" and len(slope["arms"]) == 5 and slope["seeds"] == [3] * 5
+    converted = convert_mdd(0.02, slope)  # 0.02 bits/byte at 0.5 accuracy per bit/byte: a point
+    assert converted["value"] == pytest.approx(0.01, rel=0.06) and converted["low"] <= converted["value"] <= converted["high"]
+    text = converted_text(0.02, slope, 1, "bits/byte")
+    assert text.startswith(f"{100 * converted['value']:.2f} accuracy points [") and "accuracy points per bits/byte" in text
+    assert convert_mdd(None, slope) is None and accuracy_slope({"a": [1.0, 2.0]}, {"a": [0.1, 0.2]}) is None
+
+
+def test_a_slope_the_seeds_noise_swamps_is_not_converted():
+    """Every arm the same on the primary score: the arm means' spread is the seeds' noise, and the
+    slope's interval is unbounded or holds 0: the MDD stays in its own unit, and the report says why."""
+    slope = accuracy_slope(*_slope_run(spread=0.0, noise=0.01))
+    assert not slope["convertible"] and slope["why"]
+    assert convert_mdd(0.02, slope) == {"value": None, "low": None, "high": None, "why": slope["why"]}
+    assert converted_text(0.02, slope, 1, "bits/byte").startswith("in accuracy points: not converted: slope [")
