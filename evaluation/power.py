@@ -204,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"evaluation.power: {e}") from None
     rho = PowerAssumptions.item_correlation if args.item_correlation is None else args.item_correlation
     assumptions = PowerAssumptions(args.accuracy, rho, args.seed_std / 100, args.seed_item_share, args.seed_correlation)
-    measured = None
+    measured = noise_config = None
     if args.item_noise_from:
-        by_unit, source = item_noise(load_experiment_or_exit(args.item_noise_from))
+        noise_config = load_experiment_or_exit(args.item_noise_from)
+        by_unit, source = item_noise(noise_config)
         if args.item_correlation is not None:
             by_unit = {f: {u: replace(n, item_correlation=rho) for u, n in units.items()} for f, units in by_unit.items()}
             source += f", item correlation {rho} (assumed)"
@@ -223,11 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         else:
             report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None, measured)
-        if report.get("primary"):  # the slope that puts its MDD in accuracy points: this run's, or the measured one's
-            slope_from = one if args.from_run else load_experiment_or_exit(args.item_noise_from) if args.item_noise_from \
-                else None
-            report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"]) if slope_from \
-                else None
+        slope_from = one if args.from_run else noise_config  # the runs whose slope puts the primary MDD in accuracy points
+        if report.get("primary") and slope_from:
+            report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"])
         reports[rung] = report
         if not args.json:
             (print_run_power if args.from_run else print_power)(report)

@@ -10,7 +10,7 @@ from scipy import stats
 
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
-from evaluation import power, power_measured, power_simulation
+from evaluation import power, power_measured, power_print, power_simulation
 from evaluation.power import PowerAssumptions, assumed_noise
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise
 from evaluation.statistics.accuracy_slope import accuracy_slope, convert_mdd, converted_text
@@ -335,3 +335,13 @@ def test_a_slope_the_seeds_noise_swamps_is_not_converted():
     assert not slope["convertible"] and slope["why"]
     assert convert_mdd(0.02, slope) == {"value": None, "low": None, "high": None, "why": slope["why"]}
     assert converted_text(0.02, slope, 1, "bits/byte").startswith("in accuracy points: not converted: slope [")
+
+
+def test_the_plan_prints_the_primary_mdd_in_accuracy_points_with_the_slope_and_its_source(capsys):
+    slope = accuracy_slope(*_slope_run(spread=0.05, noise=0.002)) | {"source": "demo, rung small (a0, a1 on seeds [1, 2, 3])"}
+    power_print.print_primary({"primary": {"pair": ["a1", "a0"], "score": "bpb:average", "alpha": 0.05, "mdd": 0.02,
+                                           "accuracy_slope": slope}})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("alone at 0.05): 0.020")
+    assert lines[1].startswith(f"    {100 * convert_mdd(0.02, slope)['value']:.2f} accuracy points [")
+    assert lines[1].endswith(", measured on demo, rung small (a0, a1 on seeds [1, 2, 3])")
