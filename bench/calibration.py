@@ -47,6 +47,11 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
   the bits-per-byte average but at the MDD, clean text but with the both-views difference): about
   0.05 when the floor is right; the table shows it over those scores, and the lowest and highest.
 
+Then coverage rows, each with its Monte Carlo standard error: the noisier arm's bits-per-byte
+intervals (5 arms x 3 seeds, that arm's seed SD 3x and 5.5x the others': at least 0.95), and the
+accuracy slope's interval (evaluation/statistics/accuracy_slope.py) on planted slopes per arms x
+seeds, with how often the conversion rule converts (half the replicates).
+
 Replicate r of a setting draws its numbers from its own seed (the setting's name and r), so the
 results do not depend on how the replicates are split over workers, or on which settings run.
 Writes the table and `bench/results/calibration.json` (a list of settings).
