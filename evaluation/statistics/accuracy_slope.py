@@ -94,7 +94,7 @@ def accuracy_slope(primary: dict[str, list[float]], accuracy: dict[str, list[flo
                                                                 (1 - tail - undefined / 2) / (1 - undefined)))
     out = {"slope": None if math.isnan(slope) else slope, "low": low, "high": high, "arms": arms,
            "seeds": [int(v) for v in n], "method": "method-of-moments errors-in-variables slope through the arm means, "
-           "parametric bootstrap interval (evaluation/accuracy_slope.py)"}
+           "parametric bootstrap interval (evaluation/statistics/accuracy_slope.py)"}
     return out | {"convertible": not _uncertain(out), "why": _uncertain(out)}
 
 
@@ -103,7 +103,7 @@ def _uncertain(slope: dict) -> str:
     if slope["slope"] is None:
         return "the arms' spread on the primary score is no larger than its seeds' noise: no slope"
     if slope["low"] is None:
-        return "its interval is unbounded (the arms' spread on the primary score is barely above its seeds' noise)"
+        return "its interval is unbounded: the arms' spread on the primary score is barely above its seeds' noise"
     if slope["low"] <= 0 <= slope["high"]:
         return "its interval includes 0"
     if (slope["high"] - slope["low"]) / 2 > MAX_RELATIVE_HALF_WIDTH * abs(slope["slope"]):
