@@ -47,6 +47,11 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
   the bits-per-byte average but at the MDD, clean text but with the both-views difference): about
   0.05 when the floor is right; the table shows it over those scores, and the lowest and highest.
 
+Then coverage rows, each with its Monte Carlo standard error: the noisier arm's bits-per-byte
+intervals (5 arms x 3 seeds, that arm's seed SD 3x and 5.5x the others': at least 0.95), and the
+accuracy slope's interval (evaluation/statistics/accuracy_slope.py) on planted slopes per arms x
+seeds, with how often the conversion rule converts (half the replicates).
+
 Replicate r of a setting draws its numbers from its own seed (the setting's name and r), so the
 results do not depend on how the replicates are split over workers, or on which settings run.
 Writes the table and `bench/results/calibration.json` (a list of settings).
@@ -70,6 +75,7 @@ from evaluation.family_report import compare_arms, named_seed_variances
 from evaluation.metrics import DECISION, Family
 from evaluation.power_measured import clip_rho, measure_family, measured_score_noise, pair_correlation
 from evaluation.power_simulation import ScoreNoise, decision_threshold, mdd, power_at, table_levels
+from evaluation.statistics.accuracy_slope import accuracy_slope
 from evaluation.statistics.intervals import SeedVariance, tail_probability
 from evaluation.statistics.noise import signal_and_noise
 
@@ -413,6 +419,110 @@ def print_table(results: list[dict]) -> None:
         print(f"{r['setting']:<52} untested p {r['untested_p_rate']:.3f}   rho coverage {rho}")
 
 
+# the noisier arm's pairs: 3x its seed SD (the issue's), and 5.5x (30x the variance), where a seeds' part on Welch's
+# degrees of freedom from the two arms' estimates loses most
+NOISY_ARMS = (Setting("noisy-arm coverage: 5 arms, 3 seeds, one arm 3x noisier, bits/byte", 5, 3, noisier=3.0),
+              Setting("noisy-arm coverage: 5 arms, 3 seeds, one arm 5.5x noisier, bits/byte", 5, 3, noisier=5.5))
+
+
+def _clustered_rate(hits: list[int], totals: list[int]) -> tuple[float, float]:
+    """A rate over replicates of several correlated cells each, and its Monte Carlo standard error
+    (the ratio estimator's, replicates the independent units)."""
+    h, n = np.array(hits, float), np.array(totals, float)
+    rate = h.sum() / n.sum()
+    return float(rate), float(np.sqrt(((h - rate * n) ** 2).sum() / (len(h) * max(1, len(h) - 1))) / n.mean())
+
+
+def _noisy_arm_work(job: tuple[Setting, int, int]) -> list[tuple[int, int]]:
+    """Per replicate: how many bits-per-byte intervals of the noisier arm's pairs (every benchmark and
+    the average) hold the truth at 95%, of how many; through the report's own compare_arms."""
+    setting, start, stop = job
+    out = []
+    for number in range(start, stop):
+        rng = np.random.default_rng([zlib.crc32(setting.name.encode()), number])
+        matrices, _, _ = simulate(setting, rng)
+        seeds_of = {arm: list(range(1, setting.seeds + 1)) for arm in matrices["bpb"]}
+        noisy = f"arm{setting.arms - 1}"
+        fam = compare_arms(FAMILIES["bpb"], matrices["bpb"], seeds_of, bounds=False)
+        cells = [c for pair, p in fam["pairs"].items() if noisy in pair.split(" − ")
+                 for kind in ("units", "columns") for c in p[kind].values()]
+        p = tail_probability([abs(c["difference"]) for c in cells],  # every true difference is 0
+                             *(np.array([c[k] or math.inf if k.startswith("df") else c[k] for c in cells])
+                               for k in ("var_documents", "var_interaction", "df_documents", "var_seeds", "df_seeds")))
+        out.append((int((p > ALPHA).sum()), len(cells)))
+    return out
+
+
+def noisy_arm_coverage(setting: Setting, replicates: int, workers: int) -> dict:
+    """Coverage of the noisier arm's bits-per-byte intervals (its seed shifts `setting.noisier` times the
+    others'), with its Monte Carlo standard error: at least 0.95 when each pair's seeds' part is right."""
+    chunk = max(1, replicates // (4 * workers))
+    jobs = [(setting, start, min(start + chunk, replicates)) for start in range(0, replicates, chunk)]
+    if workers > 1:
+        with mp.get_context("fork").Pool(workers) as pool:
+            done = pool.map(_noisy_arm_work, jobs)
+    else:
+        done = [_noisy_arm_work(job) for job in jobs]
+    records = [r for rs in done for r in rs]
+    rate, se = _clustered_rate([h for h, _ in records], [n for _, n in records])
+    return {"setting": setting.name, "replicates": len(records), "noisy_arm_coverage": rate, "noisy_arm_coverage_se": se,
+            "target": ">= 0.95"}
+
+
+# the slope of accuracy on the primary score: planted truth on a line, each arm's seeds scattered
+# around it with correlated noise (a seed that trains a better model moves both scores)
+SLOPE_SETTINGS = ((5, 3), (5, 2), (3, 3), (2, 3))
+PLANTED_SLOPE = -0.5  # accuracy (a fraction) per bit/byte
+SLOPE_SPREAD, SLOPE_NOISE, SLOPE_NOISE_CORRELATION = 0.03, (0.012, 0.008), -0.6  # the arms' true spread, seeds' SDs
+
+
+def _slope_work(job: tuple[int, int, int, int]) -> list[tuple[bool, bool]]:
+    arms, seeds, start, stop = job
+    sx, sy = SLOPE_NOISE
+    covariance = np.array([[sx * sx, SLOPE_NOISE_CORRELATION * sx * sy], [SLOPE_NOISE_CORRELATION * sx * sy, sy * sy]])
+    out = []
+    for number in range(start, stop):
+        rng = np.random.default_rng([zlib.crc32(b"slope"), arms, seeds, number])
+        x = rng.normal(1.0, SLOPE_SPREAD, arms)
+        noise = rng.multivariate_normal(np.zeros(2), covariance, (arms, seeds))
+        primary = {f"arm{k}": (x[k] + noise[k, :, 0]).tolist() for k in range(arms)}
+        accuracy = {f"arm{k}": (0.4 + PLANTED_SLOPE * (x[k] - 1.0) + noise[k, :, 1]).tolist() for k in range(arms)}
+        s = accuracy_slope(primary, accuracy, seed=number)
+        low, high = (-math.inf if s["low"] is None else s["low"]), (math.inf if s["high"] is None else s["high"])
+        out.append((low <= PLANTED_SLOPE <= high, s["convertible"]))
+    return out
+
+
+def slope_coverage(replicates: int, workers: int) -> list[dict]:
+    """Per (arms, seeds): how often the accuracy slope's 95% interval holds the planted slope (with its
+    Monte Carlo standard error), and how often the rule lets it convert an MDD."""
+    jobs = [(a, s, start, min(start + 100, replicates)) for a, s in SLOPE_SETTINGS for start in range(0, replicates, 100)]
+    if workers > 1:
+        with mp.get_context("fork").Pool(workers) as pool:
+            done = pool.map(_slope_work, jobs)
+    else:
+        done = [_slope_work(job) for job in jobs]
+    out = []
+    for arms, seeds in SLOPE_SETTINGS:
+        records = [r for job, rs in zip(jobs, done, strict=True) if job[:2] == (arms, seeds) for r in rs]
+        covered = np.mean([c for c, _ in records])
+        out.append({"setting": f"slope interval coverage: {arms} arms, {seeds} seeds", "replicates": len(records),
+                    "slope_coverage": float(covered), "slope_coverage_se": float(np.sqrt(covered * (1 - covered) / len(records))),
+                    "convertible_rate": float(np.mean([v for _, v in records])), "planted_slope": PLANTED_SLOPE,
+                    "target": ">= 0.95"})
+    return out
+
+
+def print_rows(rows: list[dict]) -> None:
+    """The noisy-arm and slope rows: coverage with its Monte Carlo standard error."""
+    print("\nCoverage rows (95% intervals; the Monte Carlo standard error after ±)")
+    for r in rows:
+        key = "noisy_arm_coverage" if "noisy_arm_coverage" in r else "slope_coverage"
+        extra = f"   convertible {r['convertible_rate']:.3f}" if "convertible_rate" in r else ""
+        print(f"{r['setting']:<72} {r['replicates']:>5}   coverage {r[key]:.3f} ± {r[key + '_se']:.3f} "
+              f"(target {r['target']}){extra}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.calibration", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -425,8 +535,14 @@ def main(argv: list[str] | None = None) -> int:
     replicates = args.replicates or (1000 if args.quick else 4000)
     settings = tuple(s for s in SETTINGS if not args.settings or args.settings in s.name)
     start = time.time()
-    results = run(settings, replicates, args.workers)
-    print_table(results)
+    results = run(settings, replicates, args.workers) if settings else []
+    if results:
+        print_table(results)
+    rows = [noisy_arm_coverage(s, replicates, args.workers) for s in NOISY_ARMS if not args.settings or args.settings in s.name]
+    rows += slope_coverage(replicates // 2, args.workers) if not args.settings or args.settings in "slope interval coverage" \
+        else []
+    print_rows(rows)
+    results += rows
     print(f"{time.time() - start:.0f} s, {args.workers} workers")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

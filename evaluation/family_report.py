@@ -17,7 +17,6 @@ from evaluation.statistics.intervals import (
     Matrices,
     SeedVariance,
     holm,
-    interaction_variance,
     intervals,
     seed_variance,
     task_pair,
@@ -85,14 +84,6 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
     pairs: dict[str, dict] = {}
     interactions: dict[str, dict] = {s: {} for s in views or {}}
     batch, where = [], []
-    known: dict[tuple, float] = {}  # (arm, task, rows) -> its interaction variance, shared by the arm's pairs
-
-    def interaction(arm: str, task: str, rows: list[int]) -> float:
-        key = (arm, task, tuple(rows))
-        if key not in known:
-            known[key] = interaction_variance(matrices[arm][task][rows])
-        return known[key]
-
     for a, b in combinations(arms, 2):
         name = f"{b} − {a}"
         paired = sorted(set(seeds_of[a]) & set(seeds_of[b]))
@@ -102,8 +93,7 @@ def compare_arms(family: Family, matrices: dict[str, Matrices], seeds_of: dict[s
             continue
         present = set(matrices[a]) & set(matrices[b])
         rows = {arm: [seeds_of[arm].index(s) for s in paired] for arm in (a, b)}
-        tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]],
-                              (interaction(a, t, rows[a]), interaction(b, t, rows[b]))) for t in present}
+        tasks = {t: task_pair(matrices[a][t][rows[a]], matrices[b][t][rows[b]]) for t in present}
         for (kind, score), weights in family.scores().items():
             if (kind, score) not in variances:  # no arm of the run has its tasks: empty for every pair, and said
                 pairs[name]["dropped"][f"{kind}:{score}"] = f"no arm has documents of {', '.join(sorted(weights))}"

@@ -10,6 +10,7 @@ from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
 from corpus.extractors.base import versions_text
 from evaluation.metrics import DECISION
+from evaluation.statistics.accuracy_slope import converted_text, slope_text
 from evaluation.tasks.suite import CATEGORY_TITLES, COLUMNS, Suite
 
 COLUMN_TITLES = {"average": "Avg", **CATEGORY_TITLES}
@@ -119,7 +120,7 @@ def primary_markdown(report: dict) -> list[str]:
         seeds = len(documents["seeds"])
         return lines + [f"{head}: {diff_cell(documents, fam)} (item-only interval: the test documents' noise alone), "
                         f"{seeds} paired seed{'s' if seeds != 1 else ''}: not decided, no p-value: {primary['why']}.",
-                        "", record_line(primary["record"])]
+                        "", *mdd_lines(primary, fam), record_line(primary["record"])]
     if primary["why"] and cell is None:
         return lines + [f"{head}: not compared: {primary['why']}.", "", record_line(primary["record"])]
     seeds = len(cell["seeds"])
@@ -130,10 +131,27 @@ def primary_markdown(report: dict) -> list[str]:
                f"not decided ({primary['why']})" if primary["why"] else
                "resolved, seeds split" if cell["resolved"] else "noise")
             + (" (exploratory: see the record)" if primary["record"]["status"] == "exploratory" else "") + ".")
-    return lines + [said, "", record_line(primary["record"]), "", "The rule: this one comparison is decided alone, at "
+    return lines + [said, "", *mdd_lines(primary, fam), record_line(primary["record"]), "",
+                    "The rule: this one comparison is decided alone, at "
                     "its deciding rung, at α = 0.05 (a result when its p-value is below it and every seed agrees in "
                     "sign); the other rungs' results are descriptive, and every other difference below is "
                     "exploratory, Holm over its own table."]
+
+
+def mdd_lines(primary: dict, fam: dict) -> list[str]:
+    """The primary decision's MDD in its score's unit and in accuracy points (with the slope that
+    converts it, or why it does not), each followed by a blank line; none where neither was computed."""
+    if "accuracy_slope" not in primary:
+        return []
+    slope, unit = primary["accuracy_slope"], "points" if fam["scale"] == 100 else fam["unit"]
+    if primary.get("mdd") is None:
+        said = ("Primary MDD: not measured here (it needs two paired seeds of both arms)"
+                + (f"; accuracy {slope_text(slope, fam['scale'], fam['unit'])}" if slope else "") + ".")
+    else:
+        said = (f"Primary MDD (80% power, alone at α = 0.05, at the configured seeds, priced on this pair's measured "
+                f"noise): {fam['scale'] * primary['mdd']:.{fam['decimals']}f} {unit}"
+                + (f"; {converted_text(primary['mdd'], slope, fam['scale'], fam['unit'])}" if slope else "") + ".")
+    return [said, ""]
 
 
 def record_line(record: dict) -> str:

@@ -27,8 +27,8 @@ variance has three parts:
   benchmark together): Var_seeds = 2 / S x sum_b sum_b' sigma_b sigma_b' rho_bb' / k^2.
 
 The minimum detectable difference (MDD) is the true difference the report calls a result 80% of
-the time, found by simulating the report's own decision on those noise parts: each arm's seed
-variance estimated from its S seeds, the documents' part from its documents, the generalized
+the time, found by simulating the report's own decision on those noise parts: the seeds' part
+from the paired seed differences of S seeds, the documents' part from its documents, the generalized
 interval of evaluation/statistics/intervals.py, every seed agreeing in sign, and the level of the table the
 score is decided in: a cell of the decision table (each arm against the reference on the
 decision's scores) is tested at 0.05 / its cells, the first step of Holm's adjustment over that
@@ -66,6 +66,7 @@ from evaluation.metrics import Family, families
 from evaluation.power_measured import clip_rho, item_noise, run_power
 from evaluation.power_print import print_power, print_run_power
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise, seeds_needed, table_levels
+from evaluation.primary_scale import measured_slope
 from evaluation.statistics.intervals import LEVEL
 from evaluation.tasks.clean_text import clean_text_tasks
 from evaluation.tasks.suite import Suite, load_suite
@@ -203,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"evaluation.power: {e}") from None
     rho = PowerAssumptions.item_correlation if args.item_correlation is None else args.item_correlation
     assumptions = PowerAssumptions(args.accuracy, rho, args.seed_std / 100, args.seed_item_share, args.seed_correlation)
-    measured = None
+    measured = noise_config = None
     if args.item_noise_from:
-        by_unit, source = item_noise(load_experiment_or_exit(args.item_noise_from))
+        noise_config = load_experiment_or_exit(args.item_noise_from)
+        by_unit, source = item_noise(noise_config)
         if args.item_correlation is not None:
             by_unit = {f: {u: replace(n, item_correlation=rho) for u, n in units.items()} for f, units in by_unit.items()}
             source += f", item correlation {rho} (assumed)"
@@ -222,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         else:
             report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None, measured)
+        slope_from = one if args.from_run else noise_config  # the runs whose slope puts the primary MDD in accuracy points
+        if report.get("primary") and slope_from:
+            report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"])
         reports[rung] = report
         if not args.json:
             (print_run_power if args.from_run else print_power)(report)

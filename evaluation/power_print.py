@@ -4,6 +4,7 @@ noise measured from a run, the primary decision's, and the seeds each observed d
 from __future__ import annotations
 
 from evaluation.power_simulation import MAX_SEEDS
+from evaluation.statistics.accuracy_slope import converted_text
 from evaluation.tasks.suite import CATEGORY_TITLES
 
 
@@ -33,6 +34,9 @@ def print_primary(report: dict) -> None:
         interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
         print(f"    item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
               else f"    item correlation: none measured ({rho['source']})")
+    if primary.get("accuracy_slope"):
+        slope = primary["accuracy_slope"]
+        print(f"    {converted_text(value, slope, scale, 'bits/byte')}, measured on {slope['source']}")
     if len(primary.get("average_by_family", {})) > 1:
         print("    the same pair on each family's average, alone at the same level: " + "; ".join(
             f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))

@@ -80,11 +80,10 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int |
     factors = [nu / stats.chi2.ppf(u[:, 1 + 2 * seeds + k], nu) for k, nu in enumerate(noise.seed_df)] or [1.0]
     true = [v * factors[k % len(factors)] * np.ones(draws) for k, v in enumerate(noise.seed)]
     shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * np.sqrt(v)[:, None] for k, v in enumerate(true)]
-    a, b = (s.var(axis=1, ddof=1) / seeds for s in shifts)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        seeds_df = np.where(a + b > 0, (a + b) ** 2 / (a ** 2 + b ** 2) * (seeds - 1), np.inf)
+    paired = (shifts[1] - shifts[0]).var(axis=1, ddof=1) / seeds  # the report's seeds' part, on seeds − 1
     spread = np.full(draws, noise.interaction / seeds)
-    h = critical_difference(alpha, documents, spread, np.full(draws, df), a + b, seeds_df, tolerance=1e-4)
+    h = critical_difference(alpha, documents, spread, np.full(draws, df), paired, np.full(draws, seeds - 1.0),
+                            tolerance=1e-4)
     residuals = (shifts[1] - shifts[1].mean(axis=1, keepdims=True)) - (shifts[0] - shifts[0].mean(axis=1, keepdims=True))
     return np.maximum(h, (-residuals).max(axis=1)), np.sqrt(noise.fixed + (true[0] + true[1]) / seeds)
 

@@ -19,8 +19,15 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
     monkeypatch.setattr(calibration, "RHO_DRAWS", 20)
     out = tmp_path / "calibration.json"
     assert calibration.main(["--replicates", "6", "--workers", "1", "--out", str(out)]) == 0
-    results = json.loads(out.read_text())
+    everything = json.loads(out.read_text())
+    results, rows = everything[:len(settings)], everything[len(settings):]
     assert [r["setting"] for r in results] == [s.name for s in settings]
+    # the coverage rows after them: the noisier arm's bits-per-byte intervals, the accuracy slope per shape
+    assert [r["setting"] for r in rows] == [s.name for s in calibration.NOISY_ARMS] + [
+        f"slope interval coverage: {a} arms, {s} seeds" for a, s in calibration.SLOPE_SETTINGS]
+    noisy = rows[:len(calibration.NOISY_ARMS)]
+    assert all(r["replicates"] == 6 and 0 <= r["noisy_arm_coverage"] <= 1 and r["noisy_arm_coverage_se"] >= 0 for r in noisy)
+    assert all(r["replicates"] == 3 and 0 <= r["slope_coverage"] <= 1 for r in rows[len(noisy):])
     for r in results:
         assert r["replicates"] == 6 and 0 <= r["coverage"] <= 1 and 0 <= r["fwer"] <= 1
         assert set(r["fwer_by_table"]) >= {"decision table", "every pair", "format flags", "per-benchmark, accuracy"}

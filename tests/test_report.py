@@ -10,7 +10,7 @@ from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from evaluation.decisions import decision_rows
 from evaluation.headline import category_means, centered
-from evaluation.markdown import report_markdown
+from evaluation.markdown import mdd_lines, report_markdown
 from evaluation.report import build_report, main
 from evaluation.tasks.suite import load_suite
 
@@ -477,6 +477,9 @@ def test_the_primary_decision_is_decided_alone_first_and_either_way_round(tmp_pa
     text = report_markdown(report, SUITE)
     assert text.index("## Primary decision (pre-registered: evaluation.primary)") < text.index("## Decision: each arm")
     assert "Exploratory beside the primary decision." in text
+    # its MDD at the configured seeds on the pair's measured noise; accuracy itself needs no slope to convert it
+    assert primary["mdd"] > 0 and primary["accuracy_slope"] is None
+    assert f"noise): {100 * primary['mdd']:.2f} points." in text
     raw["evaluation"]["primary"]["pair"] = ["a", "b"]  # the other way round: the same interval, negated
     flipped = build_report(ExperimentConfig.model_validate(raw), SUITE)["primary"]
     assert flipped["interval"]["difference"] == pytest.approx(-cell["difference"])
@@ -567,3 +570,16 @@ def test_the_primary_decision_carries_its_pre_registration_record_checked_agains
     raw["evaluation"]["primary"]["deciding_rung"] = "nowhere"
     with pytest.raises(ValueError, match="evaluation.primary.deciding_rung: nowhere is not a rung"):
         ExperimentConfig.model_validate(raw)
+
+
+def test_the_primary_mdd_is_printed_in_its_unit_and_in_accuracy_points_or_why_not():
+    fam = {"scale": 1, "unit": "bits/byte", "decimals": 4}
+    slope = {"slope": -0.5, "low": -0.6, "high": -0.4, "arms": ["a", "b", "c"], "seeds": [3, 3, 3], "convertible": True,
+             "why": ""}
+    (line, blank) = mdd_lines({"mdd": 0.02, "accuracy_slope": slope}, fam)
+    assert blank == "" and line.endswith(": 0.0200 bits/byte; 1.00 accuracy points [0.80, 1.20] by the slope -50 accuracy "
+                                         "points per bits/byte [-60, -40] (3 arms, 3 seeds).")
+    wide = slope | {"low": -0.9, "high": 0.1, "convertible": False, "why": "its interval includes 0"}
+    (line, _) = mdd_lines({"mdd": 0.02, "accuracy_slope": wide}, fam)
+    assert line.endswith("0.0200 bits/byte; in accuracy points: not converted: slope [-90, 10] (its interval includes 0).")
+    assert mdd_lines({"mdd": None, "accuracy_slope": None}, fam)[0].startswith("Primary MDD: not measured here")

@@ -12,26 +12,34 @@ the difference other − reference, D = sum_t w_t mean_{s,i} d_{s,t,i}, has thre
 
 The documents' part is var_i(mean_s d_{s,t,i}) / n_t per task, what an item bootstrap at fixed
 seeds estimates (without its Monte-Carlo noise); it holds the interaction too, shrunk by the S
-seeds. The seeds' part is (s_a^2 + s_b^2) / S, each s^2 the variance of that arm's score across
-its own seeds (its seeds − 1 degrees of freedom), which holds the seed shift and again the
-interaction (over n documents). So the interaction is counted once, on the seeds' side: the
-documents' part loses the pair's own interaction, sum_t w_t^2 (sigma_int,a^2 + sigma_int,b^2) /
-(n_t S), each sigma_int^2 the residual mean square of the arm's seeds x documents layout. s^2 is
-taken on the score itself, so a seed that moves every benchmark together counts in the average's
-variance. The two arms' seed shifts are taken as independent: seeds paired across arms can only
-make the true variance smaller, so the interval errs wide.
+seeds. The seeds' part is var_s(d_s) / S, d_s the difference of the score within paired seed s
+(S − 1 degrees of freedom), which holds both arms' seed shifts and again the interaction (over n
+documents). So the interaction is counted once, on the seeds' side: the documents' part loses the
+pair's own interaction, sum_t w_t^2 sigma_int,t^2 / (n_t S), sigma_int,t^2 the residual mean
+square of the seeds x documents layout of the pair's differences d_{s,t,i}. Both are taken on the
+differences themselves, so a seed that moves every benchmark together counts in the average's
+variance, and what the two arms' seed s share (initial weights, data order) cancels in d_s.
 
-The seed variance is always the pair's own, never pooled over the other arms of the run. Pooling
-gains degrees of freedom, but it is right only when every arm is as noisy across seeds as the
-others, and 2-3 seeds cannot show that one is not: an F test at the 5% level of one arm against
-four others finds an arm 3x noisier in 41% of runs at 2 seeds, 63% at 3. In a review's
-simulation that arm's pairs covered 85-89% with the pooled variance.
+The seeds' part is always the pair's own, never pooled over the other arms of the run, and never
+built from the two arms' separate variances. Pooling gains degrees of freedom, but it is right
+only when every arm is as noisy across seeds as the others, and 2-3 seeds cannot show that one is
+not: an F test at the 5% level of one arm against four others finds an arm 3x noisier in 41% of
+runs at 2 seeds, 63% at 3; in a review's simulation that arm's pairs covered 85-89% with the
+pooled variance. The two arms' own variances, (s_a^2 + s_b^2) / S on Welch's degrees of freedom,
+undercover too where one arm is much noisier: Welch's degrees of freedom are computed from the
+estimates, and they rise towards 2 (S − 1) exactly when the noisy arm's variance comes out small
+by chance. With the seeds all the noise and 3 seeds, that interval covered 0.947 where one arm's
+seed variance is 9x the other's (3x the SD) and 0.940 at 30x (100,000 simulated pairs). var_s(d_s)
+is a chi-square on S − 1 whatever the two arms' variances are, so the interval is exact there;
+the price is power where the arms are equally noisy (S − 1 degrees of freedom, not up to 2 (S − 1)).
+With one paired seed, each arm's seed variance is one named for it (measured at another rung, or
+stated): their sum over S on Welch's degrees of freedom from theirs (a stated one known).
 
 The interval is a generalized (fiducial) interval (Weerahandi 1993). Each part of Var(D) is known
 through an estimate on some degrees of freedom nu, so its true value is taken as the estimate x
-nu / W, W ~ chi2(nu): the seeds' part on Welch's degrees of freedom (from the two arms' seeds −
-1), the documents' part (interaction included) on Satterthwaite's over its tasks, less the
-interaction, measured on many more degrees of freedom and taken as known (never below zero):
+nu / W, W ~ chi2(nu): the seeds' part on S − 1, the documents' part (interaction included) on
+Satterthwaite's over its tasks, less the interaction, measured on many more degrees of freedom and
+taken as known (never below zero):
 
     p(x) = E_{W_d, W_s}[ 2 Phi( −x / sqrt(max(0, V_d nu_d / W_d − I) + V_s nu_s / W_s) ) ],
     the interval: D ± x with p(x) = 0.05,
@@ -40,11 +48,11 @@ by quadrature over the two W. It is exactly a t where one part is all the noise 
 on nu_d), and conservative between. The plain t with Satterthwaite's degrees of freedom, which
 this replaces, lets a seed variance that comes out small by chance raise the degrees of freedom
 too: its p-value tails were 2-3x nominal in a review's simulation, and a table corrected for many
-comparisons reads exactly those tails (bench/calibration.py measures the tables,
-tests/test_intervals.py the tails). At 2 seeds an arm's seed variance rests on one degree of
-freedom, and a difference whose noise is mostly seeds is resolved only when it is many times its
-standard error. With one seed per arm the seeds' part is unknown and left out (the interval covers
-the documents alone, and the report says so).
+comparisons reads exactly those tails (bench/calibration.py measures the tables and the noisier
+arm's coverage, tests/test_intervals.py the tails). At 2 seeds the seeds' part rests on one degree
+of freedom, and a difference whose noise is mostly seeds is resolved only when it is many times its
+standard error. With one seed per arm and nothing named the seeds' part is unknown and left out
+(the interval covers the documents alone, and the report says so).
 """
 
 from __future__ import annotations
@@ -102,7 +110,7 @@ class TaskPair:
 
     per_seed: np.ndarray  # the difference of the task's means, per paired seed
     documents: float  # var_i(mean_s d_{s,i}) / n
-    interaction: float  # (sigma_int,a^2 + sigma_int,b^2) / n
+    interaction: float  # sigma_int^2 / n, the interaction of the seeds x documents differences
     n: int
 
 
@@ -119,8 +127,8 @@ class Interval:
     var_documents: float  # var_i(mean_s d) / n over tasks, the seed-by-document interaction in it
     var_interaction: float  # what of it is the pair's interaction, counted with the seeds (0: not measured)
     df_documents: float | None  # Satterthwaite's, of var_documents over tasks (None: no documents' noise)
-    var_seeds: float  # (s_a^2 + s_b^2) / S (0: not measured)
-    df_seeds: float | None  # Welch's, of the two arms' seed variances (None: not measured, or known)
+    var_seeds: float  # var_s(d_s) / S of the paired seed differences; one paired seed: (s_a^2 + s_b^2) named (0: none)
+    df_seeds: float | None  # S − 1; one paired seed: Welch's of the named variances (None: not measured, or known)
     seeds_measured: bool  # the seeds' part is in the interval (measured, or named for a one-seed arm)
 
     @property
@@ -152,22 +160,21 @@ def arm_scores(matrices: Matrices, weights: dict[str, float]) -> np.ndarray:
     return sum(w * matrices[t].mean(axis=1) for t, w in weights.items())
 
 
-def task_pair(reference: np.ndarray, other: np.ndarray, interactions: tuple[float, float] | None = None) -> TaskPair:
-    """A task's seeds x documents matrices of two arms, the paired seeds as rows in the same order;
-    `interactions`: each one's `interaction_variance`, where already known."""
+def task_pair(reference: np.ndarray, other: np.ndarray) -> TaskPair:
+    """A task's seeds x documents matrices of two arms, the paired seeds as rows in the same order."""
     d = other - reference
     n = d.shape[1]
-    ia, ib = interactions or (interaction_variance(reference), interaction_variance(other))
     return TaskPair(per_seed=d.mean(axis=1), documents=float(np.var(d.mean(axis=0), ddof=1)) / n if n > 1 else 0.0,
-                    interaction=(ia + ib) / n, n=n)
+                    interaction=interaction_variance(d) / n, n=n)
 
 
 def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVariance, SeedVariance]],
               level: float = LEVEL, bounds: bool = True) -> list[Interval]:
     """other − reference on the score sum_t w_t mean(task t), for many pairs and scores at once:
     each (its tasks' TaskPair, the task weights, the reference's and the other's seed variance of
-    that score). `bounds=False` leaves low and high at nan (a simulation that needs only the
-    p-values: the interval is the set of differences whose p-value exceeds 1 − level)."""
+    that score, which only a pair of one paired seed uses). `bounds=False` leaves low and high at
+    nan (a simulation that needs only the p-values: the interval is the set of differences whose
+    p-value exceeds 1 − level)."""
     difference, per_seed, documents, interaction, documents_df, seeds, seeds_df, known = ([] for _ in range(8))
     for tasks, weights, a, b in pairs:
         n_seeds = len(next(iter(tasks.values())).per_seed)
@@ -177,12 +184,16 @@ def intervals(pairs: list[tuple[dict[str, TaskPair], dict[str, float], SeedVaria
         den = sum(v ** 2 / (tasks[t].n - 1) for t, v in parts.items() if tasks[t].n > 1)
         documents.append(sum(parts.values()))
         documents_df.append(documents[-1] ** 2 / den if den > 0 else math.inf)
-        measured = a.df > 0 and b.df > 0
+        measured = n_seeds > 1 or (a.df > 0 and b.df > 0)
         interaction.append(sum(w ** 2 * tasks[t].interaction for t, w in weights.items()) / n_seeds if measured else 0.0)
-        va, vb = (a.variance / n_seeds, b.variance / n_seeds) if measured else (0.0, 0.0)
-        seeds.append(va + vb)
-        welch = va ** 2 / a.df + vb ** 2 / b.df if measured else 0.0
-        seeds_df.append((va + vb) ** 2 / welch if welch > 0 else math.inf)  # 0: none, or both stated
+        if n_seeds > 1:  # the paired seed differences: a chi-square on S − 1, however noisy either arm
+            seeds.append(float(np.var(per_seed[-1], ddof=1)) / n_seeds)
+            seeds_df.append(n_seeds - 1.0)
+        else:  # one paired seed: the variances named for its arms
+            va, vb = (a.variance, b.variance) if measured else (0.0, 0.0)
+            welch = va ** 2 / a.df + vb ** 2 / b.df if measured else 0.0
+            seeds.append(va + vb)
+            seeds_df.append((va + vb) ** 2 / welch if welch > 0 else math.inf)  # 0: none, or both stated
         known.append(measured)
     difference, documents, interaction, documents_df, seeds, seeds_df = map(
         np.array, (difference, documents, interaction, documents_df, seeds, seeds_df))
@@ -211,7 +222,8 @@ def paired_interval(reference: Matrices, other: Matrices, weights: dict[str, flo
                     seeds: tuple[SeedVariance, SeedVariance], level: float = LEVEL) -> Interval:
     """other − reference on the score sum_t w_t mean(task t); both matrices of a task have the
     paired seeds as rows (in the same order) and the same documents as columns; `seeds`: the
-    reference's and the other's seed variance of the score (over all their seeds)."""
+    reference's and the other's seed variance of the score, what a single paired seed is decided
+    against (named for it: another rung's, or stated)."""
     tasks = {t: task_pair(reference[t], other[t]) for t in weights}
     return intervals([(tasks, weights, *seeds)], level)[0]
 

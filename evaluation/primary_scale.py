@@ -1,0 +1,59 @@
+"""The primary decision in accuracy points, for the report and the plan: its MDD on its own pair's
+measured noise (priced as `python -m evaluation.power --from-run` prices it: evaluation/power_measured.py),
+and the slope of the average accuracy on the primary score (evaluation/statistics/accuracy_slope.py)
+that converts an MDD in the primary score's unit into accuracy points."""
+
+from __future__ import annotations
+
+from configs.experiment import ExperimentConfig
+from evaluation.metrics import Family
+from evaluation.power_measured import measure_family, run_matrices
+from evaluation.power_simulation import mdd
+from evaluation.runs import Comparison
+from evaluation.statistics.accuracy_slope import accuracy_slope
+from evaluation.statistics.intervals import LEVEL, arm_scores
+
+
+def report_slope(families: dict[str, dict], score: str) -> dict | None:
+    """The slope of accuracy:average on the primary `score` through a rung report's arms (their
+    final scores per seed); None where the primary score is accuracy's own average or a family is absent."""
+    family, column = score.split(":")
+    if family == "accuracy" or "accuracy" not in families or family not in families:
+        return None
+    return accuracy_slope(families[family]["finals"]["columns"].get(column, {}),
+                          families["accuracy"]["finals"]["columns"].get("average", {}))
+
+
+def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int) -> float | None:
+    """The primary decision's MDD (alone at 0.05, 80% power) at `seeds` paired seeds, its noise measured
+    on the pair's own paired seeds and documents; None below two paired seeds or where a task is missing."""
+    paired = sorted(set(comparison.by_arm.get(pair[0], {})) & set(comparison.by_arm.get(pair[1], {})))
+    keys = family.task_keys()
+    if len(paired) < 2 or not all(comparison.documents(t, k) and set(pair) <= set(comparison.arms_with(t))
+                                  for t, k in keys.items()):
+        return None
+    matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in pair}
+    return mdd(measure_family(family, matrices).noise(("columns", column), pair), seeds, 1 - LEVEL)
+
+
+def _by_seed(family: Family, matrices: dict[str, dict], column: str) -> dict[str, list[float]]:
+    """arm -> its seeds' scores on a column, from its task -> seeds x documents matrices."""
+    return {arm: arm_scores(m, family.task_weights(column)).tolist() for arm, m in matrices.items()}
+
+
+def measured_slope(config: ExperimentConfig, score: str) -> dict | None:
+    """The slope of accuracy:average on the primary `score` from a config's evaluated runs: at its
+    largest rung with two arms or more on two seeds or more, and which rung (`source`)."""
+    family, column = score.split(":")
+    if family == "accuracy":
+        return None
+    for rung in reversed(config.rungs() or [None]):
+        summary, measured = run_matrices(config.for_rung(rung) if rung else config)
+        if "accuracy" not in measured or family not in measured:
+            continue
+        slope = accuracy_slope(_by_seed(*measured[family], column), _by_seed(*measured["accuracy"], "average"))
+        if slope:
+            where = f", rung {rung}" if rung else ""
+            return slope | {"source": f"{config.name}{where} ({', '.join(summary['arms'])} on seeds "
+                                      f"{summary['measured_on_seeds']})"}
+    return None
