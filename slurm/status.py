@@ -1,14 +1,16 @@
 """Where an experiment stands: every stage's tasks, failures, spend, ETA and the next command. Read-only.
 
-    python -m slurm.status CONFIG [--json] [--watch SECONDS]      (bash slurm/status.sh CONFIG)
+    python -m slurm.status CONFIG [--json] [--watch SECONDS] [--exact]      (bash slurm/status.sh CONFIG)
 
 One table for the whole flow in its order (extraction per arm, tokenizer, reference reads,
 post-processing per arm, tokenisation, budget, training per rung x arm x seed, evaluation per rung,
 report): tasks done / total, failed, running, pending (with Slurm's reason), what the finished tasks
-produced, the CPU- and GPU-hours spent beside the plan's (`<output_root>/plan/plan.json`) and an ETA
-from the task times measured so far. Then every failed task with its log and the last error line in
-it, the training runs (step, tokens/s, MFU, loss, newest complete checkpoint) and the command to
-run next, worded as the refusals of the commands it names word it.
+produced, the CPU- and GPU-hours spent beside the plan's (`<output_root>/plan/plan.json`) and an
+ETA from the task times measured so far. A call reads at most 500 finished tasks' stats per stage
+beyond those earlier calls read (kept under ~/.cache/xsuite-status/), drawn at random, and scales
+the rest from them, marked `~`; --exact reads them all. Then every failed task with its log and
+the last error line in it, the training runs (step, tokens/s, MFU, loss, newest complete
+checkpoint) and the command to run next, worded as the refusals of the commands it names word it.
 
 It reads listings and the records the flow writes (completion markers, datatrove's per-task stats
 and logs, `logs/slurm/jobs.jsonl`, `log.jsonl`, checkpoints, `results.json`), never the data;
