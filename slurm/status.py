@@ -46,6 +46,7 @@ JOB_NUMBER = re.compile(r"\d+")
 SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
 LOG_TAIL_BYTES = 64 * 1024
 STATS_BLOCK = 1024  # stats files read (and held) at once
+READERS = 16  # threads that read them
 # a stage's stats read at most per call beyond those cached (without --exact): a random sample that
 # scales to the unread rest (a paper run's first call reads 12 stages x 500, not 557,664 files)
 SAMPLE = 500
@@ -107,7 +108,7 @@ class Accounted:
 @dataclass
 class Spent:
     """What sacct says of the jobs of one name: CPU- and GPU-seconds over every allocation, the
-    newest allocation, and those that ended failed (a paper run's arrays are 557,664 rows: only
+    newest allocation (the first row of the newest job), and those that ended failed (a paper run's arrays are 557,664 rows: only
     these are kept)."""
     cpu_s: float = 0.0
     gpu_s: float = 0.0
@@ -161,20 +162,25 @@ def sacct_spent(names: Iterable[str], since: str) -> dict[str, Spent] | None:
     try:
         out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", f"--starttime={since}",
                               f"--format={SACCT_FIELDS}", f"--name={','.join(names)}"],
-                             capture_output=True, text=True, check=True, timeout=120).stdout
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     spent: dict[str, Spent] = {}
-    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop
-        job, name, state, seconds, cpus, tres = (line.strip().split("|") + [""] * 6)[:6]
-        if not seconds.isdigit():
+    numbers: dict[str, int] = {}  # job number by JobID before its array index: an array's rows share one
+    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop, least work first
+        fields = line.split("|")
+        if len(fields) < 6 or not fields[3].isdigit():
             continue
-        one, seconds, state = spent.get(name) or spent.setdefault(name, Spent()), int(seconds), state.split(" ", 1)[0]
+        job, name, state, seconds, cpus, tres = fields[:6]
+        one, seconds = spent.get(name) or spent.setdefault(name, Spent()), int(seconds)
         one.cpu_s += seconds * int(cpus or 0)
         one.gpu_s += seconds * gpus_of(tres)
-        if (number := job_number(job)) >= one.newest_number:
-            one.newest, one.newest_number = Accounted(job, state, seconds), number
-        if state in FAILED_STATES:
+        head = job.partition("_")[0]
+        if (number := numbers.get(head)) is None:
+            number = numbers[head] = job_number(job)
+        if number > one.newest_number:
+            one.newest, one.newest_number = Accounted(job, state.split(" ", 1)[0], seconds), number
+        if state in FAILED_STATES:  # the one state with more words is `CANCELLED by <uid>`
             one.failed.append(Accounted(job, state, seconds))
     return spent
 
@@ -207,19 +213,27 @@ def last_error_line(log: Path) -> str | None:
 
 
 def task_stats(stats_folder: Path, ranks: list[int]) -> Iterator[tuple[int, list[dict]]]:
-    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, a block at a time (held
-    in memory a block at a time), each block read in threads: on a cluster file system each file is a
-    round trip."""
-    def read(rank: int) -> list[dict] | None:
-        try:
-            return json.loads((stats_folder / f"{rank:05d}.json").read_bytes())
-        except (OSError, ValueError):  # a task writing it now, or one whose stats were removed
-            return None
+    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, in order, a block at a
+    time (held in memory a block at a time), each block shared among READERS threads: on a cluster
+    file system each file is a round trip."""
+    folder = str(stats_folder)
 
-    with ThreadPoolExecutor(16) as pool:
+    def read(part: list[int]) -> list[tuple[int, list[dict]]]:
+        out = []
+        for rank in part:
+            try:
+                with open(f"{folder}/{rank:05d}.json", "rb") as f:
+                    out.append((rank, json.loads(f.read())))
+            except (OSError, ValueError):  # a task writing it now, or one whose stats were removed
+                continue
+        return out
+
+    with ThreadPoolExecutor(READERS) as pool:
         for start in range(0, len(ranks), STATS_BLOCK):
             block = ranks[start:start + STATS_BLOCK]
-            yield from ((rank, steps) for rank, steps in zip(block, pool.map(read, block), strict=True) if steps is not None)
+            size = -(-len(block) // READERS)
+            for part in pool.map(read, [block[i:i + size] for i in range(0, len(block), size)]):
+                yield from part
 
 
 def total(value) -> int:
@@ -265,6 +279,14 @@ def flow_stages(config: ExperimentConfig) -> list:
     folder = inputs_folder(config)
     base = read_manifest(folder / MANIFEST)["base"] if (folder / MANIFEST).is_file() else str(folder)
     return corpus_stages(config, base, folder / PATHS_FILE)
+
+
+def ranks_named(names: Iterable[str], prefix: str = "", suffix: str = "") -> set[int]:
+    """The ranks in the file names `<prefix><rank><suffix>` among `names`: completion markers
+    (`00012`), shards (`00012.jsonl.gz`), task logs (`task_00012.log`)."""
+    a, b = len(prefix), len(suffix)
+    return {int(stem) for name in names
+            if name.startswith(prefix) and name.endswith(suffix) and (stem := name[a:len(name) - b]).isdecimal()}
 
 
 def listing(folder: Path) -> set[str]:
@@ -365,11 +387,12 @@ def rerun_since(completions: Path, summed: set[int], listed: int) -> bool:
     return any((mtime_ns(completions / f"{rank:05d}") or listed + 1) > listed for rank in summed)
 
 
-def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[str]], cached: dict | None,
+def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[int]], cached: dict | None,
           exact: bool) -> tuple[dict, Tally]:
     """What the stage's finished tasks did, from their stats, and its cache entry for the next call.
     `markers`: the completion markers, listed when `completions/` had mtime `listed`; `outputs`: the
-    listings of the stage's shard writers' folders; `cached`: this entry of the last call.
+    ranks of the shards in each of the stage's shard writers' folders; `cached`: this entry of the
+    last call.
 
     The stats of tasks the cache summed are not read again (unless their output is missing); of
     the others, all are read when `exact` or when they are at most SAMPLE, else a random SAMPLE of
@@ -387,13 +410,12 @@ def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[
         if summed <= markers and not rerun_since(completions, summed, cached["listed"]):
             known = StatsSum(summed, dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"]))
     # a marker without its shard: lost if its stats say it wrote documents (few: read each)
-    missing = sorted(rank for rank in markers if any(f"{rank:05d}.jsonl.gz" not in names for names in outputs.values()))
+    missing = sorted(set().union(*(markers - present for present in outputs.values())))
     lost = []
     for rank, steps in task_stats(stats, missing):
         made = figures(steps) if rank in known.ranks else known.add(rank, steps)
         if rank in known.wrote:
-            gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, names in outputs.items()
-                        if f"{rank:05d}.jsonl.gz" not in names)
+            gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, present in outputs.items() if rank not in present)
             lost.append((rank, made, task_seconds(steps), gone))
     unread = sorted(markers - known.ranks)
     drawn = unread if exact or len(unread) <= SAMPLE else random.Random(stage.label).sample(unread, SAMPLE)
@@ -439,9 +461,9 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
         unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
         for stage in part:
             queued = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
-            markers = {int(n) for n in listing(stage.logs / "completions") if n.isdigit() and int(n) < stage.tasks}
+            markers = {rank for rank in ranks_named(listing(stage.logs / "completions")) if rank < stage.tasks}
             listed = mtime_ns(stage.logs / "completions")  # after the listing: a marker newer is newer than it
-            outputs = {folder: listing(folder) for folder in shard_writers(stage)}
+            outputs = {folder: ranks_named(listing(folder), suffix=".jsonl.gz") for folder in shard_writers(stage)}
             cache[stage.label], done = tally(stage, markers, listed, outputs, cache.get(stage.label), exact)
             for rank, made, _, gone in done.lost:  # failed, not done: not counted
                 row.failed += 1
@@ -460,8 +482,7 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             if not spent:  # without Slurm's accounting: the finished tasks' own times
                 row.cpu_hours += done.seconds * stage.resources.cpus_per_task / 3600
                 row.gpu_hours += done.seconds * stage.resources.gpus_per_task / 3600
-            started = {int(m.group(1)) for name in listing(stage.logs / "logs")
-                       if (m := re.fullmatch(r"task_(\d{5})\.log", name))}
+            started = ranks_named(listing(stage.logs / "logs"), "task_", ".log")
             for rank in sorted(started - markers):  # started, not finished: running, or failed
                 log = stage.logs / "logs" / f"task_{rank:05d}.log"
                 error = last_error_line(log)
