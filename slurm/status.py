@@ -285,15 +285,16 @@ def ranks_named(names: Iterable[str], prefix: str = "", suffix: str = "") -> set
     """The ranks in the file names `<prefix><rank><suffix>` among `names`: completion markers
     (`00012`), shards (`00012.jsonl.gz`), task logs (`task_00012.log`)."""
     a, b = len(prefix), len(suffix)
-    return {int(stem) for name in names
-            if name.startswith(prefix) and name.endswith(suffix) and (stem := name[a:len(name) - b]).isdecimal()}
+    stems = [name[a:len(name) - b] for name in names if name.startswith(prefix) and name.endswith(suffix)] if a or b \
+        else names
+    return set(map(int, filter(str.isdecimal, stems)))
 
 
-def listing(folder: Path) -> set[str]:
+def listing(folder: Path) -> list[str]:
     try:
-        return set(os.listdir(folder))
+        return os.listdir(folder)
     except OSError:
-        return set()
+        return []
 
 
 def shard_writers(stage) -> list[Path]:
