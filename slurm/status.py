@@ -16,7 +16,7 @@ It reads listings and the records the flow writes (completion markers, datatrove
 and logs, `logs/slurm/jobs.jsonl`, `log.jsonl`, checkpoints, `results.json`), never the data;
 where `squeue` and `sacct` exist, one call of each adds running and pending tasks, Slurm's reasons
 and the time spent. A completion marker whose output file is missing counts as failed, not done.
-Safe to run at any time, from a login node, while the run goes on: it writes nothing.
+Safe to run at any time, from a login node, while the run goes on: it writes nothing but its cache.
 """
 
 from __future__ import annotations
