@@ -1,17 +1,19 @@
 """Time and peak memory of `python -m slurm.status` on a fake output root at the paper's task counts.
 
-    python -m bench.status [--scale 1.0] [--out bench/results/status.json]
+    python -m bench.status [--scale 1.0] [--exact] [--keep DIR] [--out bench/results/status.json]
 
 Builds, in a temporary folder, what `configs/paper.yaml`'s corpus flow leaves when all but its last
 task have finished (557,663 of 557,664 completion markers at scale 1), each task with its datatrove stats file (the step
-names, counters and time fields datatrove writes, 0.5 to 7 KB each) and its output shard; one shard
+names, counters and time fields datatrove writes, 0.5 to 7 KB each), its log and its output shard; one shard
 is then removed (a marker that outlived its output: a failure to report), one task log ends on a
 traceback with its marker gone, `logs/slurm/jobs.jsonl` records the arrays, and the fake `squeue`
 and `sacct` of the test suite (tests/conftest.py) answer for them: nothing queued any more, every
 array task in sacct (557,664 rows), the last one FAILED. The command then runs three times, each in a fresh process: a first
-call (an empty cache: every stats file read), a refresh (the cache the first left, nothing new),
-and a refresh after one more task finished (the last: 557,664 markers; one stats file read). Prints a table;
-writes JSON to `--out`.
+call (an empty cache: a stage of more than slurm.status.SAMPLE finished tasks reads a random
+sample of their stats and scales the rest), a refresh (the cache the first left: a sample more
+a stage read), and a refresh after one more task finished (the last: 557,664 markers). With
+`--exact`, first a call with `--exact` and no cache (every stats file read: minutes). Prints a
+table; writes JSON to `--out`.
 `--scale` shrinks every stage's tasks (at least one each) for a quick try.
 """
 
@@ -33,16 +35,19 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 RUN = """
-import json, sys, time
+import json, resource, sys, time
 t0 = time.perf_counter()
 from configs.experiment import load_experiment_or_exit
 from slurm.status import experiment_status
 config = load_experiment_or_exit("configs/paper.yaml").model_copy(update={"output_root": __import__("pathlib").Path(sys.argv[1])})
 t1 = time.perf_counter()
-status = experiment_status(config, "configs/paper.yaml")
+status = experiment_status(config, "configs/paper.yaml", use_cache=sys.argv[2] != "exact", exact=sys.argv[2] == "exact")
 t2 = time.perf_counter()
+own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"import_and_config_s": t1 - t0, "status_s": t2 - t1, "failures": len(status["failures"]),
-                  "done": sum(r["done"] for r in status["rows"]), "next": status["next"]}))
+                  "own_cpu_s": own.ru_utime + own.ru_stime, "squeue_sacct_cpu_s": children.ru_utime + children.ru_stime,
+                  "done": sum(r["done"] for r in status["rows"]), "estimated": sum(r["estimated"] for r in status["rows"]),
+                  "next": status["next"]}))
 """
 
 
@@ -107,6 +112,7 @@ def build(root: Path, scale: float) -> dict:
             (stage.logs / "stats" / f"{rank:05d}.json").write_text(text)
             for folder in shards:
                 (folder / f"{rank:05d}.jsonl.gz").write_bytes(b"")
+            (stage.logs / "logs" / f"task_{rank:05d}.log").write_text(f"... | SUCCESS | Processing done for rank={rank}\n")
             (stage.logs / "completions" / f"{rank:05d}").write_bytes(b"")
             sacct.append(f"{job}_{rank}|{name}|COMPLETED|{600 + rank % 300}|{stage.resources.cpus_per_task}|"
                          f"cpu={stage.resources.cpus_per_task}" + (f",gres/gpu={stage.resources.gpus_per_task}"
@@ -133,10 +139,11 @@ def build(root: Path, scale: float) -> dict:
                           "stats": str(stages[-1].logs / "stats" / f"{rank:05d}.json")}}
 
 
-def measure(root: Path, env: dict) -> dict:
-    """One run of the command's work in a fresh process: its times, and its peak resident memory."""
+def measure(root: Path, env: dict, mode: str = "cached") -> dict:
+    """One run of the command's work in a fresh process (`mode` "exact": with --exact, no cache):
+    its times, its CPU time (with that of the squeue and sacct it runs), and its peak resident memory."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", RUN, str(root / "out")], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-c", RUN, str(root / "out"), mode], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -151,8 +158,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="share of every stage's tasks (default: the paper's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/status.json"))
+    parser.add_argument("--exact", action="store_true",
+                        help="also time a call with --exact and no cache first (every stats file read: minutes at scale 1)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
-                        help="build in DIR and keep it (at scale 1: about 3 GB, 1.7 million files); a DIR built before "
+                        help="build in DIR and keep it (at scale 1: about 5.5 GB on disk, 2 million files); a DIR built before "
                              "(its built.json) is measured again as it is")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="status-bench-") as tmp:
@@ -168,8 +177,9 @@ def main() -> None:
         env = os.environ | {"PATH": f"{root / 'bin'}:{os.environ['PATH']}", "FAKE_SQUEUE_ROWS": str(root / "squeue.txt"),
                             "FAKE_SACCT_ROWS": str(root / "sacct.txt"), "XDG_CACHE_HOME": str(root / "cache"),
                             "PYTHONPATH": str(REPO)}
-        runs = {"first call (every stats file read)": measure(root, env)}
-        runs["refresh, nothing new"] = measure(root, env)
+        runs = {"--exact, no cache (every stats file read)": measure(root, env, "exact")} if args.exact else {}
+        runs["first call (a sample a stage read)"] = measure(root, env)
+        runs["refresh, nothing new (a sample more)"] = measure(root, env)
         task = built.pop("next_task")  # one more task finishes: the next refresh reads its stats alone
         Path(task["marker"]).write_bytes(b"")
         Path(task["stats"]).write_text(stats_of(task["stage"]))
@@ -184,10 +194,11 @@ def main() -> None:
     print(f"fake output root of configs/paper.yaml at scale {built['scale']}: {built['markers']:,} completion markers, "
           f"{built['stats_files']:,} stats files ({built['stats_bytes'] / 1e9:.2f} GB), {built['sacct_rows']:,} sacct rows; "
           f"built in {built['build_s']:.0f} s" if built["build_s"] is not None else "built before")
-    print(f"{'run':36} {'wall s':>8} {'status s':>9} {'import+config s':>16} {'CPU s':>7} {'peak MB':>8}  failures  done")
+    print(f"{'run':42} {'wall s':>7} {'status s':>8} {'import+config s':>15} {'CPU s':>6} {'of which squeue+sacct':>21} "
+          f"{'peak MB':>7}  failures  {'done':>9}  {'estimated':>9}")
     for name, r in runs.items():
-        print(f"{name:36} {r['wall_s']:8.1f} {r['status_s']:9.1f} {r['import_and_config_s']:16.1f} {r['cpu_s']:7.1f} "
-              f"{r['peak_rss_mb']:8.0f}  {r['failures']:8}  {r['done']:,}")
+        print(f"{name:42} {r['wall_s']:7.1f} {r['status_s']:8.1f} {r['import_and_config_s']:15.1f} {r['cpu_s']:6.1f} "
+              f"{r['squeue_sacct_cpu_s']:21.1f} {r['peak_rss_mb']:7.0f}  {r['failures']:8}  {r['done']:9,}  {r['estimated']:9,}")
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) at the end")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -1,20 +1,22 @@
 """Where an experiment stands: every stage's tasks, failures, spend, ETA and the next command. Read-only.
 
-    python -m slurm.status CONFIG [--json] [--watch SECONDS]      (bash slurm/status.sh CONFIG)
+    python -m slurm.status CONFIG [--json] [--watch SECONDS] [--exact]      (bash slurm/status.sh CONFIG)
 
 One table for the whole flow in its order (extraction per arm, tokenizer, reference reads,
 post-processing per arm, tokenisation, budget, training per rung x arm x seed, evaluation per rung,
 report): tasks done / total, failed, running, pending (with Slurm's reason), what the finished tasks
-produced, the CPU- and GPU-hours spent beside the plan's (`<output_root>/plan/plan.json`) and an ETA
-from the task times measured so far. Then every failed task with its log and the last error line in
-it, the training runs (step, tokens/s, MFU, loss, newest complete checkpoint) and the command to
-run next, worded as the refusals of the commands it names word it.
+produced, the CPU- and GPU-hours spent beside the plan's (`<output_root>/plan/plan.json`) and an
+ETA from the task times measured so far. A call reads at most 500 finished tasks' stats per stage
+beyond those earlier calls read (kept under ~/.cache/xsuite-status/), drawn at random, and scales
+the rest from them, marked `~`; --exact reads them all. Then every failed task with its log and
+the last error line in it, the training runs (step, tokens/s, MFU, loss, newest complete
+checkpoint) and the command to run next, worded as the refusals of the commands it names word it.
 
 It reads listings and the records the flow writes (completion markers, datatrove's per-task stats
 and logs, `logs/slurm/jobs.jsonl`, `log.jsonl`, checkpoints, `results.json`), never the data;
 where `squeue` and `sacct` exist, one call of each adds running and pending tasks, Slurm's reasons
 and the time spent. A completion marker whose output file is missing counts as failed, not done.
-Safe to run at any time, from a login node, while the run goes on: it writes nothing.
+Safe to run at any time, from a login node, while the run goes on: it writes nothing but its cache.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -43,6 +46,10 @@ JOB_NUMBER = re.compile(r"\d+")
 SACCT_FIELDS = "JobID,JobName,State,ElapsedRaw,AllocCPUS,AllocTRES"
 LOG_TAIL_BYTES = 64 * 1024
 STATS_BLOCK = 1024  # stats files read (and held) at once
+READERS = 16  # threads that read them
+# a stage's stats read at most per call beyond those cached (without --exact): a random sample that
+# scales to the unread rest (a paper run's first call reads 12 stages x 500, not 557,664 files)
+SAMPLE = 500
 LOST_OUTPUT = "completion marker without its output"
 DONE_LINE = "Processing done for rank="  # what datatrove logs when a task finished
 # the exception line that closes a traceback (loguru's or Python's), or a Slurm daemon's error
@@ -65,6 +72,10 @@ class Row:
     planned_cpu_hours: float | None = None
     planned_gpu_hours: float | None = None
     eta_s: float | None = None
+    # finished tasks whose stats were not read: their figures in `produced` (and, without sacct, in
+    # the hours) scaled from `sample` tasks drawn at random among the unread ones (0, 0: exact)
+    estimated: int = 0
+    sample: int = 0
 
 
 @dataclass
@@ -97,7 +108,7 @@ class Accounted:
 @dataclass
 class Spent:
     """What sacct says of the jobs of one name: CPU- and GPU-seconds over every allocation, the
-    newest allocation, and those that ended failed (a paper run's arrays are 557,664 rows: only
+    newest allocation (the first row of the newest job), and those that ended failed (a paper run's arrays are 557,664 rows: only
     these are kept)."""
     cpu_s: float = 0.0
     gpu_s: float = 0.0
@@ -151,20 +162,25 @@ def sacct_spent(names: Iterable[str], since: str) -> dict[str, Spent] | None:
     try:
         out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", f"--starttime={since}",
                               f"--format={SACCT_FIELDS}", f"--name={','.join(names)}"],
-                             capture_output=True, text=True, check=True, timeout=120).stdout
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     spent: dict[str, Spent] = {}
-    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop
-        job, name, state, seconds, cpus, tres = (line.strip().split("|") + [""] * 6)[:6]
-        if not seconds.isdigit():
+    numbers: dict[str, int] = {}  # job number by JobID before its array index: an array's rows share one
+    for line in out.splitlines():  # a paper run's arrays: 557,664 lines, so a plain loop, least work first
+        fields = line.split("|")
+        if len(fields) < 6 or not fields[3].isdigit():
             continue
-        one, seconds, state = spent.get(name) or spent.setdefault(name, Spent()), int(seconds), state.split(" ", 1)[0]
+        job, name, state, seconds, cpus, tres = fields[:6]
+        one, seconds = spent.get(name) or spent.setdefault(name, Spent()), int(seconds)
         one.cpu_s += seconds * int(cpus or 0)
         one.gpu_s += seconds * gpus_of(tres)
-        if (number := job_number(job)) >= one.newest_number:
-            one.newest, one.newest_number = Accounted(job, state, seconds), number
-        if state in FAILED_STATES:
+        head = job.partition("_")[0]
+        if (number := numbers.get(head)) is None:
+            number = numbers[head] = job_number(job)
+        if number > one.newest_number:
+            one.newest, one.newest_number = Accounted(job, state.split(" ", 1)[0], seconds), number
+        if state in FAILED_STATES:  # the one state with more words is `CANCELLED by <uid>`
             one.failed.append(Accounted(job, state, seconds))
     return spent
 
@@ -197,19 +213,27 @@ def last_error_line(log: Path) -> str | None:
 
 
 def task_stats(stats_folder: Path, ranks: list[int]) -> Iterator[tuple[int, list[dict]]]:
-    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, a block at a time (held
-    in memory a block at a time), each block read in threads: on a cluster file system each file is a
-    round trip."""
-    def read(rank: int) -> list[dict] | None:
-        try:
-            return json.loads((stats_folder / f"{rank:05d}.json").read_bytes())
-        except (OSError, ValueError):  # a task writing it now, or one whose stats were removed
-            return None
+    """(rank, datatrove's stats) of each of `ranks` whose stats can be read, in order, a block at a
+    time (held in memory a block at a time), each block shared among READERS threads: on a cluster
+    file system each file is a round trip."""
+    folder = str(stats_folder)
 
-    with ThreadPoolExecutor(16) as pool:
+    def read(part: list[int]) -> list[tuple[int, list[dict]]]:
+        out = []
+        for rank in part:
+            try:
+                with open(f"{folder}/{rank:05d}.json", "rb") as f:
+                    out.append((rank, json.loads(f.read())))
+            except (OSError, ValueError):  # a task writing it now, or one whose stats were removed
+                continue
+        return out
+
+    with ThreadPoolExecutor(READERS) as pool:
         for start in range(0, len(ranks), STATS_BLOCK):
             block = ranks[start:start + STATS_BLOCK]
-            yield from ((rank, steps) for rank, steps in zip(block, pool.map(read, block), strict=True) if steps is not None)
+            size = -(-len(block) // READERS)
+            for part in pool.map(read, [block[i:i + size] for i in range(0, len(block), size)]):
+                yield from part
 
 
 def total(value) -> int:
@@ -257,11 +281,20 @@ def flow_stages(config: ExperimentConfig) -> list:
     return corpus_stages(config, base, folder / PATHS_FILE)
 
 
-def listing(folder: Path) -> set[str]:
+def ranks_named(names: Iterable[str], prefix: str = "", suffix: str = "") -> set[int]:
+    """The ranks in the file names `<prefix><rank><suffix>` among `names`: completion markers
+    (`00012`), shards (`00012.jsonl.gz`), task logs (`task_00012.log`)."""
+    a, b = len(prefix), len(suffix)
+    stems = [name[a:len(name) - b] for name in names if name.startswith(prefix) and name.endswith(suffix)] if a or b \
+        else names
+    return set(map(int, filter(str.isdecimal, stems)))
+
+
+def listing(folder: Path) -> list[str]:
     try:
-        return set(os.listdir(folder))
+        return os.listdir(folder)
     except OSError:
-        return set()
+        return []
 
 
 def shard_writers(stage) -> list[Path]:
@@ -303,32 +336,101 @@ def from_ranges(runs: list[list[int]]) -> set[int]:
     return {rank for first, last in runs for rank in range(first, last + 1)}
 
 
-def tally(stage, markers: set[int], cached: dict | None) -> dict:
-    """What a stage's finished tasks did, summed from their stats: `sums` of FIGURES, `seconds`, the
-    ranks summed and those whose writers wrote documents (`wrote`). Only the stats of tasks that
-    finished since `cached` (the last call's tally) are read; a cache is dropped when a task it
-    summed lost its marker, or the stage began again whole (its SPLIT record rewritten)."""
-    from corpus.stage import SPLIT
-
+def mtime_ns(path: Path) -> int | None:
     try:
-        key = (stage.logs / SPLIT).stat().st_mtime
+        return path.stat().st_mtime_ns
     except OSError:
-        key = None
-    if cached and cached["key"] == key and (summed := from_ranges(cached["ranks"])) <= markers:
-        sums, seconds, wrote = dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"])
-    else:
-        summed, sums, seconds, wrote = set(), dict.fromkeys(FIGURES, 0), 0.0, set()
-    new = sorted(markers - summed)
-    for rank, steps in task_stats(stage.logs / "stats", new):
+        return None
+
+
+@dataclass
+class Tally:
+    """What a stage's finished tasks (marker there, outputs there) did: `done` of them, their FIGURES
+    and seconds summed, exact for `read` of them and scaled for the other `done - read` from the
+    stats of `sample` tasks drawn at random among them; the tasks whose marker outlived their
+    output, with their figures and the missing file."""
+    done: int
+    sums: dict[str, float]
+    seconds: float
+    read: int
+    sample: int
+    lost: list[tuple[int, dict[str, int], float, Path]]  # rank, its figures and seconds, the missing file
+
+
+class StatsSum:
+    """FIGURES, seconds, ranks summed and ranks whose writers wrote documents, of tasks' stats."""
+
+    def __init__(self, ranks: set[int] | None = None, sums: dict | None = None, seconds: float = 0.0,
+                 wrote: set[int] | None = None):
+        self.ranks, self.wrote = ranks or set(), wrote or set()
+        self.sums, self.seconds = sums or dict.fromkeys(FIGURES, 0), seconds
+
+    def add(self, rank: int, steps: list[dict]) -> dict[str, int]:
         made = figures(steps)
         for k in FIGURES:
-            sums[k] += made.get(k, 0)
-        seconds += task_seconds(steps)
+            self.sums[k] += made.get(k, 0)
+        self.seconds += task_seconds(steps)
         if made.get("documents_out"):
-            wrote.add(rank)
-        summed.add(rank)
-    return {"key": key, "ranks": as_ranges(summed), "wrote": as_ranges(wrote), "sums": sums, "seconds": seconds,
-            "n": len(summed)}
+            self.wrote.add(rank)
+        self.ranks.add(rank)
+        return made
+
+    def read(self, stats_folder: Path, ranks: Iterable[int]) -> None:
+        for rank, steps in task_stats(stats_folder, list(ranks)):
+            self.add(rank, steps)
+
+
+def rerun_since(completions: Path, summed: set[int], listed: int) -> bool:
+    """Whether a task summed at the listing of `completions` that had mtime `listed` ran again
+    since: its marker removed and written anew, so newer than that listing (its stats replaced)."""
+    if mtime_ns(completions) == listed:  # no marker written or removed since
+        return False
+    return any((mtime_ns(completions / f"{rank:05d}") or listed + 1) > listed for rank in summed)
+
+
+def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[int]], cached: dict | None,
+          exact: bool) -> tuple[dict, Tally]:
+    """What the stage's finished tasks did, from their stats, and its cache entry for the next call.
+    `markers`: the completion markers, listed when `completions/` had mtime `listed`; `outputs`: the
+    ranks of the shards in each of the stage's shard writers' folders; `cached`: this entry of the
+    last call.
+
+    The stats of tasks the cache summed are not read again (unless their output is missing); of
+    the others, all are read when `exact` or when they are at most SAMPLE, else a random SAMPLE of
+    them, and the rest is scaled from those. Whatever is read joins the cache, so a run watched
+    call after call ends exact. The cache is dropped when the stage began again whole (its SPLIT
+    record rewritten), or a task it summed lost its marker or ran again (a marker newer than the
+    last listing)."""
+    from corpus.stage import SPLIT
+
+    key = mtime_ns(stage.logs / SPLIT)
+    completions, stats = stage.logs / "completions", stage.logs / "stats"
+    known = StatsSum()
+    if cached and cached.get("key") == key and cached.get("listed") is not None:
+        summed = from_ranges(cached["ranks"])
+        if summed <= markers and not rerun_since(completions, summed, cached["listed"]):
+            known = StatsSum(summed, dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"]))
+    # a marker without its shard: lost if its stats say it wrote documents (few: read each)
+    missing = sorted(set().union(*(markers - present for present in outputs.values())))
+    lost = []
+    for rank, steps in task_stats(stats, missing):
+        made = figures(steps) if rank in known.ranks else known.add(rank, steps)
+        if rank in known.wrote:
+            gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, present in outputs.items() if rank not in present)
+            lost.append((rank, made, task_seconds(steps), gone))
+    unread = sorted(markers - known.ranks)
+    drawn = unread if exact or len(unread) <= SAMPLE else random.Random(stage.label).sample(unread, SAMPLE)
+    before, seconds_before, n_before = dict(known.sums), known.seconds, len(known.ranks)
+    known.read(stats, drawn)
+    drawn_read = len(known.ranks) - n_before  # drawn tasks whose stats could be read
+    done, read = len(markers) - len(lost), len(known.ranks) - len(lost)
+    scale = (done - read) / drawn_read if drawn_read else 0.0  # tasks left unread per task drawn
+    sums = {k: known.sums[k] + scale * (known.sums[k] - before[k]) - sum(made.get(k, 0) for _, made, _, _ in lost)
+            for k in FIGURES}
+    seconds = known.seconds + scale * (known.seconds - seconds_before) - sum(s for _, _, s, _ in lost)
+    entry = {"key": key, "listed": listed, "ranks": as_ranges(known.ranks), "wrote": as_ranges(known.wrote),
+             "sums": known.sums, "seconds": known.seconds}
+    return entry, Tally(done, sums, seconds, read, drawn_read if read < done else 0, lost)
 
 
 def cache_file(config: ExperimentConfig) -> Path:
@@ -339,9 +441,11 @@ def cache_file(config: ExperimentConfig) -> Path:
 
 
 def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] | None,
-                accounting: dict[str, Spent] | None, plan: dict | None, cache: dict) -> tuple[list[Row], list[Failure]]:
+                accounting: dict[str, Spent] | None, plan: dict | None, cache: dict,
+                exact: bool = False) -> tuple[list[Row], list[Failure]]:
     """A row per part of the flow (an arm's extraction, its post-processing, ...), its stages' tasks
-    added up; the failed tasks named. `cache`: the tallies of the last call, by stage, updated."""
+    added up; the failed tasks named. `cache`: the tallies of the last call, by stage, updated;
+    `exact`: every finished task's stats read (tally)."""
     from corpus.flow.submit import job_name
 
     rows: dict[str, Row] = {}
@@ -358,18 +462,11 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
         unmeasured = False  # work left in a stage no finished task has timed yet: no ETA
         for stage in part:
             queued = stage_queue(row, [q for q in queue or [] if q.name == job_name(config, stage.label)])
-            markers = {int(n) for n in listing(stage.logs / "completions") if n.isdigit() and int(n) < stage.tasks}
-            done = cache[stage.label] = tally(stage, markers, cache.get(stage.label))
-            sums, seconds, n = dict(done["sums"]), done["seconds"], done["n"]
-            outputs = {folder: listing(folder) for folder in shard_writers(stage)}
-            lost = sorted(rank for rank in from_ranges(done["wrote"]) if outputs and
-                          any(f"{rank:05d}.jsonl.gz" not in names for names in outputs.values()))
-            for rank, steps in task_stats(stage.logs / "stats", lost):  # failed, not done: not counted
-                made = figures(steps)
-                sums = {k: sums[k] - made.get(k, 0) for k in FIGURES}
-                seconds, n = seconds - task_seconds(steps), n - 1
-                gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, names in outputs.items()
-                            if f"{rank:05d}.jsonl.gz" not in names)
+            markers = {rank for rank in ranks_named(listing(stage.logs / "completions")) if rank < stage.tasks}
+            listed = mtime_ns(stage.logs / "completions")  # after the listing: a marker newer is newer than it
+            outputs = {folder: ranks_named(listing(folder), suffix=".jsonl.gz") for folder in shard_writers(stage)}
+            cache[stage.label], done = tally(stage, markers, listed, outputs, cache.get(stage.label), exact)
+            for rank, made, _, gone in done.lost:  # failed, not done: not counted
                 row.failed += 1
                 failures.append(Failure(stage.label, f"{rank:05d}", str(stage.logs / "completions" / f"{rank:05d}"),
                                         f"completion marker without its output {gone} "
@@ -377,15 +474,16 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
             keys = (("records", "documents_in") if stage is part[0] else ()) + \
                 (("documents_out", "tokens") if stage is part[-1] else ())
             for key in keys:
-                if sums[key]:
-                    row.produced[key] = row.produced.get(key, 0) + sums[key]
+                if done.sums[key]:
+                    row.produced[key] = row.produced.get(key, 0) + round(done.sums[key])
             row.tasks += stage.tasks
-            row.done += n
+            row.done += done.done
+            row.estimated += done.done - done.read
+            row.sample += done.sample
             if not spent:  # without Slurm's accounting: the finished tasks' own times
-                row.cpu_hours += seconds * stage.resources.cpus_per_task / 3600
-                row.gpu_hours += seconds * stage.resources.gpus_per_task / 3600
-            started = {int(m.group(1)) for name in listing(stage.logs / "logs")
-                       if (m := re.fullmatch(r"task_(\d{5})\.log", name))}
+                row.cpu_hours += done.seconds * stage.resources.cpus_per_task / 3600
+                row.gpu_hours += done.seconds * stage.resources.gpus_per_task / 3600
+            started = ranks_named(listing(stage.logs / "logs"), "task_", ".log")
             for rank in sorted(started - markers):  # started, not finished: running, or failed
                 log = stage.logs / "logs" / f"task_{rank:05d}.log"
                 error = last_error_line(log)
@@ -395,9 +493,9 @@ def corpus_rows(config: ExperimentConfig, stages: list, queue: list[QueuedTask] 
                 failures.append(Failure(stage.label, f"{rank:05d}", str(log), error or
                                         "stopped without an error line (killed: time limit or memory?); its Slurm log "
                                         f"is under {stage.logs / 'slurm_logs'}"))
-            left = stage.tasks - n
-            if left and n:  # the tasks left at the mean time of those finished, `workers` at a time
-                row.eta_s = (row.eta_s or 0.0) + left * seconds / n / max(1, stage.resources.workers)
+            left = stage.tasks - done.done
+            if left and done.done:  # the tasks left at the mean time of those finished, `workers` at a time
+                row.eta_s = (row.eta_s or 0.0) + left * done.seconds / done.done / max(1, stage.resources.workers)
             elif left:
                 unmeasured = True
         if spent:  # Slurm's own figure: failed and running tasks included
@@ -603,8 +701,9 @@ def write_cache(path: Path, cache: dict) -> None:
         pass
 
 
-def experiment_status(config: ExperimentConfig, config_path: str, use_cache: bool = True) -> dict:
-    """Everything the command shows, as one JSON-ready dict. `use_cache`: read only the stats of the
+def experiment_status(config: ExperimentConfig, config_path: str, use_cache: bool = True, exact: bool = False) -> dict:
+    """Everything the command shows, as one JSON-ready dict. `exact`: no figure scaled from a sample
+    (every finished task's stats summed, see tally). `use_cache`: read only the stats of the
     tasks that finished since the last call (cache_file)."""
     from corpus.flow.submit import job_name
 
@@ -621,7 +720,7 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
         cache = json.loads(cached.read_text()) if use_cache else {}
     except (OSError, ValueError):
         cache = {}
-    rows, failures = corpus_rows(config, stages, queue, accounting, plan, cache)
+    rows, failures = corpus_rows(config, stages, queue, accounting, plan, cache, exact)
     if use_cache:
         write_cache(cached, cache)
     corpus_parts, corpus_failures = [r.stage for r in rows], len(failures)
@@ -665,19 +764,27 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f}h" if seconds < 86400 else f"{seconds / 86400:.1f}d"
 
 
-def cells(row: dict) -> list[str]:
+def cells(row: dict, accounting: bool) -> list[str]:
+    """The row's table cells; `~` before a figure scaled from a sample (the hours too where they
+    are the finished tasks' own times, without sacct)."""
     reasons = ", ".join(f"{n:,} {reason}" for reason, n in row["reasons"].items())
     done = row["done"] >= row["tasks"]
+    about = "~" if row["estimated"] else ""
+    timed = "" if accounting else about
     return [row["stage"], f"{row['done']:,}/{row['tasks']:,}", f"{row['failed']:,}" if row["failed"] else "",
             f"{row['running']:,}" if row["running"] else "", f"{row['pending']:,}" + (f" ({reasons})" if reasons else "")
-            if row["pending"] else "", ", ".join(f"{k} {v:,}" for k, v in row["produced"].items()),
-            hours(row["cpu_hours"], row["planned_cpu_hours"]), hours(row["gpu_hours"], row["planned_gpu_hours"]),
+            if row["pending"] else "", ", ".join(f"{k} {about}{v:,}" for k, v in row["produced"].items()),
+            timed + hours(row["cpu_hours"], row["planned_cpu_hours"]), timed + hours(row["gpu_hours"], row["planned_gpu_hours"]),
             "done" if done else duration(row["eta_s"])]
 
 
 def sections(status: dict) -> list[str]:
     """The text below the table: failures, training runs, evaluation, the next command."""
     out = []
+    if scaled := sum(r["estimated"] for r in status["rows"]):
+        out.append(f"~ estimated: the stats of {scaled:,} of {sum(r['done'] for r in status['rows']):,} finished tasks "
+                   f"are not read yet; their figures are scaled from {sum(r['sample'] for r in status['rows']):,} drawn at "
+                   f"random (at most {SAMPLE} a stage). Each call reads {SAMPLE} more a stage; --exact reads them all.")
     if status["failures"]:
         out.append(f"failed ({len(status['failures'])}):")
         out += [f"  {f['stage']} task {f['task']}: {f['error']}\n    log: {f['log']}" for f in status["failures"]]
@@ -698,7 +805,7 @@ def sections(status: dict) -> list[str]:
 
 
 def plain_text(status: dict) -> str:
-    table = [list(COLUMNS)] + [cells(r) for r in status["rows"]]
+    table = [list(COLUMNS)] + [cells(r, status["accounting"]) for r in status["rows"]]
     widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
     lines = [f"{status['experiment']} ({status['output_root']}) at {status['at']}"]
     lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table]
@@ -717,7 +824,7 @@ def show(status: dict, console) -> None:
         table.add_column(column, justify="left" if column in ("stage", "produced") else "right")
     for row in status["rows"]:
         style = "red" if row["failed"] else "green" if row["done"] >= row["tasks"] else None
-        table.add_row(*cells(row), style=style)
+        table.add_row(*cells(row, status["accounting"]), style=style)
     console.print(table)
     console.print("\n".join(sections(status)), highlight=False, markup=False)
 
@@ -728,16 +835,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", help="experiment YAML, e.g. configs/paper.yaml")
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts, dashboards)")
     parser.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until interrupted")
+    parser.add_argument("--exact", action="store_true",
+                        help=f"read the stats of every finished task not read before (minutes at the paper's scale); by "
+                             f"default a stage reads at most {SAMPLE} a call, drawn at random, and scales the rest from "
+                             "them (shown with ~)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="read every finished task's stats again (by default only those finished since the last call, "
-                             "whose sums are kept under ~/.cache/xsuite-status/)")
+                        help="read the finished tasks' stats again (by default those read by earlier calls are not: their "
+                             "sums are kept under ~/.cache/xsuite-status/)")
     args = parser.parse_args(argv)
     config = load_experiment_or_exit(args.config)
     from rich.console import Console
 
     console = Console()
     while True:
-        status = experiment_status(config, args.config, use_cache=not args.no_cache)
+        status = experiment_status(config, args.config, use_cache=not args.no_cache, exact=args.exact)
         if args.watch and console.is_terminal:
             console.clear()
         if args.json:

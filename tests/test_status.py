@@ -1,9 +1,10 @@
 """`python -m slurm.status`: an experiment's state from what the flow writes, at the states a run
 passes through (built here file by file with the flow's own path helpers, as the flow writes them):
-before anything ran, mid-extraction with a failed task, a marker whose output was removed, under
-Slurm (the fake squeue and sacct), mid-training, all done. The table's counts are the truth built,
-the failed task's error line is named, the next command is the right one, --json round-trips, and
-the output root is left as it was."""
+before anything ran, mid-extraction with a failed task, a marker whose output was removed, a task
+run again, under Slurm (the fake squeue and sacct), mid-training, a failed evaluation task, all
+done. The table's counts are the truth built (scaled figures marked as such), the failed task's
+error line is named, the next command is the right one, --json round-trips, and the output root is
+left as it was."""
 
 import json
 import re
@@ -14,6 +15,9 @@ import yaml
 from configs.experiment import ExperimentConfig
 from conftest import metric_samples, pretrain_experiment, write_eval_run
 from corpus.flow.submit import job_name, queue_refusal, record, still_queued
+from corpus.stage import rerun_task
+from evaluation.evaluate import exported_checkpoints
+from slurm import status as status_module
 from slurm.status import array_size, experiment_status, flow_stages, last_error_line, main, shard_writers
 
 TRACEBACK = """2026-12-07 01:00:00.000 | INFO     | datatrove.executor.base:_run_for_rank:98 - Launching pipeline for rank=1
@@ -93,6 +97,15 @@ def train(config: ExperimentConfig, arm: str, seed: int, step: int) -> None:
         (exported / "xsuite.json").write_text(json.dumps({"arm": arm, "rung": config.pretrain.rung.name, "seed": seed,
                                                           "step": s}))
     (run_dir / "checkpoints" / "latest").write_text(str(step))
+
+
+def train_every_run(config: ExperimentConfig) -> list[int]:
+    """Every run of the first rung trained to its last step; the steps of its exported checkpoints."""
+    one = config.for_rung(config.rungs()[0])
+    steps = one.training_steps()[0]
+    for arm, seed in one.runs():
+        train(one, arm, seed, steps)
+    return [int(c.name.removeprefix("step_")) for c in sorted((one.run_dir("a", 1) / "hf").glob("step_*"))]
 
 
 def test_before_anything_ran_every_stage_waits_and_the_next_command_is_the_corpus_flow(experiment):
@@ -191,17 +204,13 @@ def test_mid_training_shows_the_step_speed_loss_and_newest_checkpoint(experiment
 def test_when_everything_is_done_the_next_command_is_nothing_and_evaluation_counts_every_checkpoint(experiment):
     path, config = experiment
     finish_corpus(config)
+    checkpoints = train_every_run(config)
     one = config.for_rung(config.rungs()[0])
-    steps = one.training_steps()[0]
-    for arm, seed in one.runs():
-        train(one, arm, seed, steps)
     status = experiment_status(config, path)
     assert status["next"] == f"bash slurm/evaluate.sh {path}"
-    checkpoints = sorted((one.run_dir("a", 1) / "hf").glob("step_*"))
     for arm, seed in one.runs():
-        for checkpoint in checkpoints:
-            write_eval_run(one, arm, seed, int(checkpoint.name.removeprefix("step_")),
-                           {"arc_easy": metric_samples("acc", [1, 0]), "piqa": metric_samples("acc", [1])})
+        for step in checkpoints:
+            write_eval_run(one, arm, seed, step, {"arc_easy": metric_samples("acc", [1, 0]), "piqa": metric_samples("acc", [1])})
     assert experiment_status(config, path)["next"] == f"python -m evaluation.report {path}"
     config.report_dir().mkdir(parents=True)
     (config.report_dir() / "report.md").write_text("")
@@ -292,3 +301,62 @@ def test_the_plan_s_hours_stand_beside_each_part_s(experiment):
     assert (table["extract-a"]["planned_cpu_hours"], table["extract-a"]["planned_gpu_hours"]) == (2.0, 0.5)
     assert table["postprocess-b"]["planned_cpu_hours"] == 4.0 and table["extract-b"]["planned_cpu_hours"] is None
     assert table[f"train-a-{rung}-seed1"]["planned_gpu_hours"] == 1.5 and table["evaluate"]["planned_gpu_hours"] == 3.0
+
+
+def test_a_failed_evaluation_array_task_is_counted_with_its_error_line_and_the_evaluation_is_submitted_again(
+        experiment, fake_queue):
+    path, config = experiment
+    _, sacct = fake_queue
+    finish_corpus(config)
+    train_every_run(config)
+    one = config.for_rung(config.rungs()[0])
+    checkpoints = exported_checkpoints(config)
+    failed = 1  # the array task of the second checkpoint: no results.json
+    for i, checkpoint in enumerate(checkpoints):
+        if i != failed:
+            info = json.loads((checkpoint / "xsuite.json").read_text())
+            write_eval_run(one, info["arm"], info["seed"], info["step"], {"piqa": metric_samples("acc", [1])})
+    folder = config.output_root / "eval" / "slurm"  # what evaluation.evaluate --submit leaves
+    folder.mkdir(parents=True)
+    (folder / "checkpoints.txt").write_text("".join(f"{c.resolve()}\n" for c in checkpoints))
+    (folder / f"evaluate-7000_{failed}.out").write_text(
+        "Traceback (most recent call last):\n  File \"evaluate.py\"\nRuntimeError: CUDA error: an illegal memory access\n")
+    sacct.write_text("".join(f"7000_{i}|t-evaluate|{'FAILED' if i == failed else 'COMPLETED'}|60|4|cpu=4,gres/gpu=1\n"
+                             for i in range(len(checkpoints))))
+    status = experiment_status(config, path)
+    evaluate = rows(status)["evaluate"]
+    assert (evaluate["done"], evaluate["tasks"], evaluate["failed"]) == (len(checkpoints) - 1, len(checkpoints), 1)
+    assert evaluate["gpu_hours"] == pytest.approx(len(checkpoints) * 60 / 3600)
+    assert status["failures"] == [{"stage": "evaluate", "task": str(checkpoints[failed].resolve()),
+                                   "log": str(folder / f"evaluate-7000_{failed}.out"),
+                                   "error": "RuntimeError: CUDA error: an illegal memory access"}]
+    assert status["next"] == f"sbatch slurm/evaluate.sh {path}"
+
+
+def test_a_task_run_again_shows_its_new_figures_on_the_next_call_with_the_cache_on(experiment):
+    path, config = experiment
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=5)
+    finish(a, 1, documents=5)
+    assert rows(experiment_status(config, path))["extract-a"]["produced"]["documents_out"] == 10
+    rerun_task(a.logs, 0)  # the flow runs it again: new stats, a new marker, between two calls
+    finish(a, 0, documents=9, seconds=7.0)
+    extract_a = rows(experiment_status(config, path))["extract-a"]
+    assert (extract_a["done"], extract_a["produced"]["documents_out"]) == (2, 14)
+    assert extract_a["cpu_hours"] == pytest.approx((7.0 + 3.0) / 3600)
+
+
+def test_past_the_sample_figures_are_scaled_and_marked_until_read_and_exact_reads_them_all(experiment, monkeypatch, capsys):
+    path, config = experiment
+    monkeypatch.setattr(status_module, "SAMPLE", 1)
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=4)
+    finish(a, 1, documents=6)
+    assert main([path]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"^extract-a +2/2 .* documents_out ~(8|12) ", text, re.M)
+    assert "~ estimated: the stats of 1 of 2 finished tasks are not read yet; their figures are scaled from 1" in text
+    extract_a = rows(experiment_status(config, path))["extract-a"]  # the cache holds one: this call reads the other
+    assert (extract_a["estimated"], extract_a["produced"]["documents_out"]) == (0, 10)
+    assert main([path, "--exact", "--no-cache"]) == 0
+    assert re.search(r"^extract-a +2/2 .* documents_out 10 ", capsys.readouterr().out, re.M)
