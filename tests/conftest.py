@@ -20,7 +20,10 @@ SAMPLE_PAGES = 40  # five of each template, plus the bad records
 # The files that take longest, longest first (`pytest -n 2 --dist loadfile --durations=40`, summed
 # per file): `make test` runs two workers a file at a time (and keeps this order:
 # --no-loadscope-reorder), so that the two finish together only when the long files start first.
-LONGEST_FILES = ["test_evaluate.py", "test_many_shards.py"]
+LONGEST_FILES = ["test_slurm.py", "test_pretrain.py", "test_reproducible.py", "test_plan.py", "test_reference.py",
+                 "test_speculative.py", "test_many_shards.py", "test_extract.py", "test_split_invariance.py",
+                 "test_preflight.py", "test_evaluate.py", "test_gpu_check.py", "test_postprocess.py", "test_labels.py",
+                 "test_prefilter.py"]
 
 
 def pytest_collection_modifyitems(items):
