@@ -148,7 +148,7 @@ $(DEMO_BLOCKS)/block_model.json: $(BLOCK_CLASSIFIER) | setup
 # tests. `make check` is the inner loop (every test but the slow end-to-end ones, a few minutes);
 # `make test` is the whole suite, the gate before a commit lands. Each ends with its own wall time.
 STATIC_CHECKS = $(VENV)/bin/ruff check .; $(VENV)/bin/lint-imports --no-logo --no-cache; $(SECURITY_LINT)
-PYTEST = $(PY) -m pytest -q -n 2 --dist loadfile
+PYTEST = $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 check: setup
 	@start=$$(date +%s); set -e; $(STATIC_CHECKS); $(PYTEST) -m "not slow" $(PYTEST_ARGS); \

@@ -46,6 +46,38 @@ def fasttext_model(path: str):
     return _FastText(path)
 
 
+URL_FILTER_LISTS = ("block_listed_domains", "block_listed_url", "banned_words", "banned_subwords", "soft_banned_words")
+
+
+@cache
+def bundled_url_lists() -> dict[str, set[str]]:
+    """datatrove's bundled URL block lists, parsed once a process and shared read-only. URLFilter
+    parses them (4.5 million domains, seconds of CPU) in every filter's first call, so a process
+    that runs several tasks or arms, or a test worker that runs many flows, would parse them again
+    for each."""
+    from datatrove.pipeline.filters import URLFilter
+
+    loader = URLFilter()
+    loader.download_data()
+    return {name: getattr(loader, name) for name in URL_FILTER_LISTS}
+
+
+def load_bundled_url_lists(url_filter) -> None:
+    """What datatrove 0.10.1's `URLFilter.download_data` does (its lists, the filter's own added,
+    its `_downloaded` flag), from `bundled_url_lists`: a filter that adds nothing to a list shares
+    the bundled one."""
+    if url_filter._downloaded or not url_filter.use_integrated_lists:
+        return
+    for name, bundled in bundled_url_lists().items():
+        own = getattr(url_filter, name)
+        setattr(url_filter, name, bundled | own if own else bundled)
+    automaton = url_filter.banned_subwords_automaton
+    for word in url_filter.banned_subwords:
+        automaton.add_word(word, len(automaton))
+    automaton.make_automaton()
+    url_filter._downloaded = True
+
+
 def prepare_arrays(executor, ranks: list[int]) -> str:
     """What datatrove 0.10.1's `SlurmPipelineExecutor.launch_job` writes before it submits, for the
     given ranks only: the pickled executor, `ranks_to_run.json` (array task i of the array

@@ -6,16 +6,18 @@ import gzip
 import json
 
 import pytest
+from datatrove.data import Document
 
 from conftest import make_config
 from corpus.accounting.ledger import arm_ledger
 from corpus.accounting.summary import summarize_arm
-from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter
+from corpus.extractors.prefilters import LANGUAGE_PREFILTER, LanguagePrefilter, OfflineURLFilter
 from corpus.flow.run import run_corpus
 from corpus.flow.stages import corpus_stages
 from corpus.language import default_lid_model
 from corpus.read.inputs import resolve_inputs
 from corpus.sample import generate_pages
+from corpus.shims import bundled_url_lists
 
 ARMS = {"trafilatura": {"extractor": "trafilatura"}, "resiliparse": {"extractor": "resiliparse"}}
 
@@ -55,6 +57,23 @@ def test_the_record_filters_run_in_every_arms_extraction_stage_before_the_extrac
             assert names[guard + 1:guard + 3] == ["OfflineURLFilter", "LanguagePrefilter"]
         else:
             assert "OfflineURLFilter" not in names and "LanguagePrefilter" not in names
+
+
+def test_the_bundled_url_lists_are_parsed_once_a_process_and_each_filter_adds_its_own_domains():
+    plain, own = OfflineURLFilter(), OfflineURLFilter(extra_domains=["blocked.example.com"])
+    plain.download_data()
+    own.download_data()
+    bundled = bundled_url_lists()
+    assert bundled_url_lists.cache_info().misses == 1
+    assert plain.block_listed_domains is bundled["block_listed_domains"]  # shared, not copied
+    assert "blocked.example.com" not in bundled["block_listed_domains"]  # the own domain is the filter's alone
+
+    def page(domain: str) -> Document:
+        return Document(text="", id=domain, metadata={"url": f"https://{domain}/news/story.html"})
+
+    listed = min(bundled["block_listed_domains"])
+    assert plain.filter(page(listed))[0] is False and own.filter(page(listed))[0] is False
+    assert own.filter(page("blocked.example.com"))[0] is False and plain.filter(page("blocked.example.com")) is True
 
 
 def test_the_pre_filter_judges_the_whole_page():

@@ -27,6 +27,7 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from configs.experiment import ExperimentConfig
 from corpus.language import LocalFastTextLID, default_lid_model
 from corpus.read.warc import HTML_TYPES, AccountedWarcReader
+from corpus.shims import load_bundled_url_lists
 from corpus.stage import documents_writer
 
 URL_BLOCKLIST = "url_blocklist"  # the post-processing step's name: its removals' folder and ledger row
@@ -77,13 +78,16 @@ def extractable_records(config: ExperimentConfig, warc: Path):
 
 class OfflineURLFilter(URLFilter):
     """datatrove's URLFilter (bundled block lists) with tldextract's bundled public-suffix snapshot
-    instead of a fetch of the live list."""
+    instead of a fetch of the live list, and the block lists parsed once a process, not once a filter."""
 
     def __init__(self, **kwargs):
         from tldextract import TLDExtract
 
         super().__init__(**kwargs)
         self.tldextractor = TLDExtract(suffix_list_urls=())
+
+    def download_data(self):
+        load_bundled_url_lists(self)
 
 
 def url_filter(config: ExperimentConfig, exclusion_writer=None) -> OfflineURLFilter:
