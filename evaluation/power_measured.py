@@ -196,16 +196,32 @@ def run_matrices(config: ExperimentConfig) -> tuple[dict, dict]:
     return summary, out
 
 
-def item_noise(config: ExperimentConfig) -> tuple[dict[str, dict[str, UnitNoise]], str]:
-    """Per family and benchmark, a document's noise (sigma^2, rho, phi) measured on the evaluated
-    runs of `config`: its largest rung with two arms or more on two seeds or more; and which rung."""
+@dataclass(frozen=True)
+class RunNoise:
+    """The noise `python -m evaluation.power --noise-from RUN` reads off a named run: per family and
+    benchmark a document's noise and the seeds' (UnitNoise: sigma^2, rho, phi, sigma_seed), per family
+    the seed correlation across benchmarks, and where it was measured."""
+
+    units: dict[str, dict[str, UnitNoise]]
+    seed_correlation: dict[str, float]
+    source: str
+
+
+def run_noise(config: ExperimentConfig) -> RunNoise:
+    """Every family's noise measured on the evaluated runs of `config` (the report's comparison, on
+    the seeds every arm has evaluated at the compared step): its largest rung with two arms or more
+    on two seeds or more."""
     for rung in reversed(config.rungs()):
         summary, measured = run_matrices(config.for_rung(rung))
         if measured:
-            return ({name: measure_family(family, matrices).units for name, (family, matrices) in measured.items()},
-                    f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds {summary['measured_on_seeds']})")
-    raise SystemExit(f"evaluation.power --item-noise-from: {config.name}: no rung has two arms evaluated on two seeds "
-                     "or more: nothing to measure a document's noise on")
+            fams = {name: measure_family(family, matrices) for name, (family, matrices) in measured.items()}
+            return RunNoise({name: m.units for name, m in fams.items()},
+                            {name: m.seed_correlation for name, m in fams.items()},
+                            f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds "
+                            f"{summary['measured_on_seeds']})")
+    raise SystemExit(f"evaluation.power --noise-from: {config.name}: no rung has two arms evaluated on two seeds "
+                     "or more: nothing to measure the noise on; evaluate two arms on two seeds there first, or "
+                     "leave --noise-from out (assumed noise)")
 
 
 def run_power(config: ExperimentConfig) -> dict:

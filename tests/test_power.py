@@ -26,7 +26,7 @@ SUITE = Suite.model_validate({"headline": "standard", "benchmarks": [
 
 def test_assumed_noise_matches_a_hand_computation():
     items = {b.name: b.items for b in SUITE.benchmarks}
-    noise = assumed_noise(items, SUITE, PowerAssumptions(0.5, 0.5, 0.01))
+    noise = assumed_noise(items, SUITE, PowerAssumptions(0.5, 0.5, 0.01, 0.0))  # phi 0: all fixed
     # a task's paired document variance: 2 x 0.5 x 0.5 x (1 - 0.5) / n = 0.25 / n; B is the mean of two tasks
     a, b, c, d = 0.25 / 100, (0.25 / 200 + 0.25 / 50) / 4, 0.25 / 400, 0.25 / 25
     assert noise["average"].variance(4) == pytest.approx((a + b + c + d) / 16 + 2 * 0.01 ** 2 / 4 / 4)
@@ -150,6 +150,39 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
     assert "seeds_needed" not in accuracy["differences"]["b"]["MMLU"] and np.isfinite(accuracy["mdd"]["MMLU"])
 
 
+def test_noise_from_a_named_run_replaces_rho_phi_and_the_seed_sd_and_states_each_source(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setattr(power_simulation, "DRAWS", 256)  # what is tested is which noise each line takes and names
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline"})
+    raw["pretrain"]["seeds"] = [1, 2]
+    config = ExperimentConfig.model_validate(raw)
+    suite = load_suite()
+    # the run of test_power_from_a_run_equals_a_hand_computation: rho 1 − 0.25 / (2 x 7/24), phi 0, seed SD 0.25
+    values = {("a", 1): [1, 0, 1, 0], ("a", 2): [0.5, -0.5, 0.5, -0.5], ("b", 1): [1, 1, 1, 0], ("b", 2): [1, 1, 1, 0]}
+    for (arm, seed), v in values.items():
+        write_eval_run(config, arm, seed, 5, {t: metric_samples(suite.benchmark_of(t).score, v) for t in suite.all_tasks()})
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps(raw))
+    assert power.main([str(path), "--noise-from", str(path), "--json"]) == 0
+    report = next(iter(json.loads(capsys.readouterr().out).values()))
+    mmlu = report["measured"]["accuracy"]["MMLU"]
+    assert mmlu == pytest.approx({"item_correlation": 1 - 0.25 / (2 * 7 / 24), "seed_item_share": 0.0, "seed_std": 0.25})
+    assert report["seed_correlation"]["accuracy"] == pytest.approx(1.0)
+    assert report["sources"]["seed_item_share"].startswith(f"measured on {config.name}, rung")
+    assert report["sources"]["accuracy"] == "the largest document variance (--accuracy)"
+    # a flag given on the command line overrides its measured parameter, and says so
+    assert power.main([str(path), "--noise-from", str(path), "--seed-std", "0", "--seed-item-share", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "seed SD: 0.00 points per benchmark, stated (--seed-std)" in out
+    assert "seed-by-document share phi: 0.50, stated (--seed-item-share)" in out
+    assert "item correlation rho: per benchmark (accuracy 0.57-0.57 over " in out and f"measured on {config.name}" in out
+    # without a run, every value is assumed and says why; phi is no longer 0
+    assert power.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "seed-by-document share phi: 0.70, assumed, the low end of the demo's" in out
+
+
 def test_seeds_needed_is_the_fewest_that_reach_eighty_percent():
     noise = ScoreNoise(fixed=1e-4, interaction=0.0, terms=((1e-4, 0.0, 500),), seed=(1e-4, 1e-4))
     needed = power_simulation.seeds_needed(0.05, lambda s: (noise, 0.05 / 4))
@@ -226,19 +259,23 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
         return {name: {u: UnitNoise(0.04 if name == "p_gold" else 0.25, rho, 0.0, 0.0) for u in fams[name].units}
                 for name in ("accuracy", "p_gold")}
 
-    low, high = (power.power_report(config, measured=(measured(rho), f"rho {rho}")) for rho in (0.5, 0.9))
-    assert set(low["families"]) == {"accuracy", "p_gold"} and low["item_noise"] == "rho 0.5"
+    def run(units: dict, source: str) -> power_measured.RunNoise:
+        return power_measured.RunNoise(units, {}, source)
+
+    low, high = (power.power_report(config, measured=run(measured(rho), f"rho {rho}")) for rho in (0.5, 0.9))
+    assert set(low["families"]) == {"accuracy", "p_gold"} and low["noise_from"] == "rho 0.5"
     assert high["families"]["p_gold"]["mdd"]["average"] < low["families"]["p_gold"]["mdd"]["average"]
-    assert high["item_correlation"]["p_gold"]["ARC"] == 0.9
+    assert high["measured"]["p_gold"]["ARC"]["item_correlation"] == 0.9
     # out-of-range estimates follow one rule, clipped to [0, 0.95]: every arm alike (1.0) and a negative one
     alike = measured(0.5)
     alike["accuracy"]["BoolQ"] = UnitNoise(0.24, 1.0, 0.0, 0.0)
     alike["accuracy"]["PIQA"] = UnitNoise(0.24, -0.3, 0.0, 0.0)
-    clipped = power.power_report(config, measured=(alike, "alike"))
-    assert clipped["item_correlation"]["accuracy"]["BoolQ"] == 0.95 and clipped["item_correlation"]["accuracy"]["PIQA"] == 0
+    clipped = power.power_report(config, measured=run(alike, "alike"))
+    taken = clipped["measured"]["accuracy"]
+    assert taken["BoolQ"]["item_correlation"] == 0.95 and taken["PIQA"]["item_correlation"] == 0
     at_bounds = measured(0.5)
     at_bounds["accuracy"]["BoolQ"], at_bounds["accuracy"]["PIQA"] = UnitNoise(0.24, 0.95, 0, 0), UnitNoise(0.24, 0.0, 0, 0)
-    bounds = power.power_report(config, measured=(at_bounds, "bounds"))
+    bounds = power.power_report(config, measured=run(at_bounds, "bounds"))
     assert clipped["mdd"]["BoolQ"] == bounds["mdd"]["BoolQ"] and clipped["mdd"]["PIQA"] == bounds["mdd"]["PIQA"]
     # the primary decision, alone at 0.05, needs less than the decision table's cell at 0.05 / 2
     primary = low["primary"]
