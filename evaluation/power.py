@@ -46,8 +46,8 @@ each printed on its own line with its source (ASSUMED says why each default is w
 counts are each task's scored split (evaluation/tasks/suite.yaml), or `evaluation.offline_items` /
 `evaluation.limit` where the config sets them.
 
-`--noise-from RUN_CONFIG` takes rho, phi and sigma_seed per benchmark and rho_seed per family from
-another config's evaluated runs instead (its largest rung with two arms or more on two seeds or
+`--noise-from RUN_CONFIG` takes rho, phi and sigma_seed per benchmark and rho_seed per family (a
+negative one as 0) from another config's evaluated runs instead (its largest rung with two arms or more on two seeds or
 more; what `--from-run` measures there), matched by family and benchmark name; a benchmark it did
 not measure (or whose documents did not vary) keeps the assumed values, and a flag given on the
 command line overrides the measured value of its parameter. A document's variance stays p (1 − p)
@@ -187,7 +187,9 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     levels = table_levels(fams, arms)
     by_unit = measured.units if measured else {}
     shown = [name for name, f in fams.items() if name == "accuracy" or (name in by_unit and f.scale == 100)]
-    correlation = {name: measured.seed_correlation.get(name) if measured and "seed_correlation" not in given else None
+    # a measured rho_seed below 0 (two seeds' noise about 0) counts as 0: a plan does not bank on seeds that cancel
+    correlation = {name: max(0.0, measured.seed_correlation[name])
+                   if measured and "seed_correlation" not in given and name in measured.seed_correlation else None
                    for name in shown}
     noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name), given, correlation[name]) for name in shown}
     level = {name: {score: levels[name, "columns" if score in fams[name].columns else "units", score] for score in n}
