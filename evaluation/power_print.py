@@ -47,6 +47,9 @@ def print_primary(report: dict) -> None:
         interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
         print(f"    item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
               else f"    item correlation: none measured ({rho['source']})")
+        if rho.get("phi_low") is not None:
+            print(f"    seed-by-document share phi {rho['phi']:.2f} [{rho['phi_low']:.2f}, {rho['phi_high']:.2f}], from "
+                  f"{rho['source']}")
     if len(primary.get("average_by_family", {})) > 1:
         print("    the same pair on each family's average, alone at the same level: " + "; ".join(
             f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))
