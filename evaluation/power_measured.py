@@ -188,20 +188,15 @@ class MeasuredFamily:
     pair_tasks: dict[frozenset, dict[str, tuple[float, float]]] = field(default_factory=dict)  # each pair's own `tasks`
 
     def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
-        """A score's noise for a pair of arms (each its own seed variance; their sum, what the pair's
-        difference has, known on Welch's degrees of freedom from the two arms' seeds − 1, as the
-        interval takes it), or for any pair (one variance pooled over the arms, on all their degrees
-        of freedom). One fiducial draw for the pair's sum, not one per arm: two independent draws on
-        one degree of freedom each let either arm's variance be many times its estimate at once,
-        and printed a primary MDD 3.5x the true one at 2 arms x 2 seeds (median over pilots),
-        power 0.96 there, in a review's simulation."""
+        """A score's noise for a pair of arms (each its own seed variance, on its own seeds − 1 degrees
+        of freedom: ScoreNoise.sum_df gives Welch's for their sum, as the interval takes it), or for
+        any pair (one variance pooled over the arms, on all their degrees of freedom)."""
         seed = self.arm_seed[key]
         if pair is None:
             return measured_score_noise(self.scores[key], self.tasks, self.items,
                                         (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
         a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
-        welch = (a + b) ** 2 / ((a ** 2 + b ** 2) / nu) if a + b > 0 else 2.0 * nu
-        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (welch,))
+        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (nu, nu))
 
     def documents_of(self, key: tuple[str, str], pair: tuple[str, str]) -> tuple[dict[str, tuple[float, float]], bool]:
         """The per-document parts a pair's score is priced on: the pair's own where its documents'
