@@ -308,7 +308,9 @@ def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_
             held.append(power_simulation.power_at(mdd(noise, 2, 0.05, draws=512), at_truth))
             as_truth = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
             naive.append(power_simulation.power_at(mdd(as_truth, 2, 0.05, draws=512), at_truth))
-    assert 0.77 <= np.mean(held) <= 0.84
+    # 0.84 here: six quantiles an arm miss the lowest estimates, whose printed MDDs hold least often
+    # (bench/calibration.py draws the pilots whole)
+    assert 0.77 <= np.mean(held) <= 0.86
     assert np.mean(naive) < 0.70
 
 
