@@ -45,7 +45,13 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
 - SNR above its floor: how often a decision score's signal exceeds the floor's 95th percentile
   where no arm differs on it (every decision score with no true difference: the accuracy average,
   the bits-per-byte average but at the MDD, clean text but with the both-views difference): about
-  0.05 when the floor is right; the table shows it over those scores, and the lowest and highest.
+  0.05 when the floor is right; the table shows it over those scores, and the lowest and highest;
+- power at the printed MDD (`printed_rows`, its own null pilots of 2 arms x 2 seeds, an eighth of
+  the replicates): the decision table's and the primary decision's MDD printed from each pilot's
+  measured noise (`calibrated_mdd`), the power there at the true noise, and the report's primary
+  decision on runs at the primary's known-noise MDD: each 0.78-0.82, with its Monte Carlo SE; and
+  the primary pair's rho and phi (`pair_correlation`) against the planted values: the coverage of
+  their 95% BCa intervals (about 0.95) and their bias.
 
 Replicate r of a setting draws its numbers from its own seed (the setting's name and r), so the
 results do not depend on how the replicates are split over workers, or on which settings run.
@@ -413,7 +419,8 @@ def print_table(results: list[dict]) -> None:
         print(f"{r['setting']:<52} untested p {r['untested_p_rate']:.3f}   rho coverage {rho}")
 
 
-PRINTED = Setting("2 arms, 2 seeds, power at the printed MDD", 2, 2)  # the pilots of the rows below
+PRINTED = Setting("2 arms, 2 seeds, power at the printed MDD", 2, 2, share=0.125)  # the pilots of the rows below;
+# an eighth of the replicates: two calibrated MDDs a pilot cost seconds
 PRIMARY_PAIR = ("arm1", "arm0")
 
 
@@ -448,6 +455,11 @@ def _printed_work(numbers: range) -> list[dict]:
     return [printed_pilot(number) for number in numbers]
 
 
+def standard_error(values: list) -> float | None:
+    """The Monte Carlo standard error of a mean over replicates (None below two)."""
+    return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
+
+
 def printed_rows(replicates: int, workers: int) -> list[dict]:
     """Power at the MDD the suite prints, {decision table, primary} x {known noise, a pilot's measured
     noise}, each with its Monte Carlo standard error (target 0.78-0.82), and the primary pair's rho and
@@ -468,7 +480,7 @@ def printed_rows(replicates: int, workers: int) -> list[dict]:
     def row(name: str, powers: list[float], printed: list[float] | None, alpha: float) -> dict:
         truth = mdd(true_noise(), seeds, alpha)
         out = {"setting": name, "replicates": len(powers), "power_at_printed_mdd": float(np.mean(powers)),
-               "power_se": float(np.std(powers, ddof=1) / math.sqrt(len(powers))), "true_mdd": truth}
+               "power_se": standard_error(powers), "true_mdd": truth}
         if printed:
             out["printed_mdd_over_true"] = dict(zip(("p10", "p50", "p90"), np.percentile(np.array(printed) / truth,
                                                                                        [10, 50, 90]).tolist(), strict=True))
@@ -485,7 +497,7 @@ def printed_rows(replicates: int, workers: int) -> list[dict]:
         covered = [r[low] <= planted <= r[high] for r in measured]
         rows.append({"setting": f"{PRINTED.name}: the primary pair's {name} against the planted {planted:.3f}",
                      "replicates": len(measured), "coverage": float(np.mean(covered)),
-                     "coverage_se": float(np.std(covered, ddof=1) / math.sqrt(len(covered))),
+                     "coverage_se": standard_error(covered),
                      "bias": float(np.mean([r[name] for r in measured]) - planted)})
     return rows
 
@@ -499,9 +511,9 @@ def print_printed_rows(rows: list[dict]) -> None:
                      f"{r['printed_mdd_over_true']['p50']:.2f}-{r['printed_mdd_over_true']['p90']:.2f}"
                      if "printed_mdd_over_true" in r else "")
             print(f"{r['setting']:<72} {r['replicates']:>5}  power {r['power_at_printed_mdd']:.3f} "
-                  f"± {r['power_se']:.3f}{ratio}")
+                  f"± {r['power_se'] or math.nan:.3f}{ratio}")
         else:
-            print(f"{r['setting']:<72} {r['replicates']:>5}  coverage {r['coverage']:.3f} ± {r['coverage_se']:.3f}"
+            print(f"{r['setting']:<72} {r['replicates']:>5}  coverage {r['coverage']:.3f} ± {r['coverage_se'] or math.nan:.3f}"
                   f"   bias {r['bias']:+.4f}")
 
 
@@ -521,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     if results:
         print_table(results)
     if not args.settings or args.settings in PRINTED.name:
-        printed = printed_rows(math.ceil(PRINTED.share * replicates / 4), args.workers)
+        printed = printed_rows(math.ceil(PRINTED.share * replicates), args.workers)
         print_printed_rows(printed)
         results += printed
     print(f"{time.time() - start:.0f} s, {args.workers} workers")

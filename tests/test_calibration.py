@@ -27,8 +27,8 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
         "decision table, measured noise", "primary, measured noise", "primary, known noise",
         f"the primary pair's rho against the planted {calibration.planted_rho():.3f}",
         f"the primary pair's phi against the planted {calibration.planted_phi():.3f}"]
-    assert all(r["replicates"] == 2 for r in printed) and 0 <= printed[0]["power_at_printed_mdd"] <= 1
-    assert 0 <= printed[3]["coverage"] <= 1 and abs(printed[4]["bias"]) < 0.2
+    assert all(r["replicates"] == 1 for r in printed[:3]) and 0 <= printed[0]["power_at_printed_mdd"] <= 1
+    assert printed[3]["coverage"] in (0, 1) and abs(printed[4]["bias"]) < 0.2
     for r in results:
         assert r["replicates"] == 6 and 0 <= r["coverage"] <= 1 and 0 <= r["fwer"] <= 1
         assert set(r["fwer_by_table"]) >= {"decision table", "every pair", "format flags", "per-benchmark, accuracy"}
