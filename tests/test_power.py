@@ -311,7 +311,7 @@ def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_
     # 0.84 here: six quantiles an arm miss the lowest estimates, whose printed MDDs hold least often
     # (bench/calibration.py draws the pilots whole)
     assert 0.77 <= np.mean(held) <= 0.86
-    assert np.mean(naive) < 0.70
+    assert np.mean(naive) < 0.75 and np.mean(held) - np.mean(naive) > 0.08
 
 
 def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a_planted_one():
