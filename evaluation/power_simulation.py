@@ -136,8 +136,9 @@ def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | Non
     the known-noise MDD at the estimates times k, with k such that over the pilots the estimate could
     come from (estimate = truth x chi2(nu) / nu, at CALIBRATION_PILOTS even quantiles) the power at
     the MDD each would print averages POWER, the estimate standing in for the truth (with the seeds'
-    noise dominant the power at a multiple of the truth's MDD does not depend on the truth, so this is
-    exact there). Averaging the power over the fiducial distribution of the true variances instead
+    noise dominant the power at a multiple of the truth's MDD does not depend on the truth;
+    bench/calibration.py's printed-MDD rows read how close the printed MDDs come). Averaging the
+    power over the fiducial distribution of the true variances instead
     printed 2.1x the true MDD at 2 arms x 2 seeds (median over pilots; power 0.91 there, in a review's
     simulation), and taking the estimate as the truth (k = 1) prints MDDs that hold far less often
     (tests/test_power.py)."""
