@@ -45,7 +45,13 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
 - SNR above its floor: how often a decision score's signal exceeds the floor's 95th percentile
   where no arm differs on it (every decision score with no true difference: the accuracy average,
   the bits-per-byte average but at the MDD, clean text but with the both-views difference): about
-  0.05 when the floor is right; the table shows it over those scores, and the lowest and highest.
+  0.05 when the floor is right; the table shows it over those scores, and the lowest and highest;
+- power at the printed MDD (`printed_rows`, its own null pilots of 2 arms x 2 seeds, an eighth of
+  the replicates): the decision table's and the primary decision's MDD printed from each pilot's
+  measured noise (`calibrated_mdd`), the power there at the true noise, and the report's primary
+  decision on runs at the primary's known-noise MDD: each 0.78-0.82, with its Monte Carlo SE; and
+  the primary pair's rho and phi (`pair_correlation`) against the planted values: the coverage of
+  their 95% BCa intervals (about 0.95) and their bias.
 
 Then coverage rows, each with its Monte Carlo standard error: the noisier arm's bits-per-byte
 intervals (5 arms x 3 seeds, that arm's seed SD 3x and 5.5x the others': at least 0.95), and the
@@ -523,6 +529,104 @@ def print_rows(rows: list[dict]) -> None:
               f"(target {r['target']}){extra}")
 
 
+PRINTED = Setting("2 arms, 2 seeds, power at the printed MDD", 2, 2, share=0.125)  # the pilots of the rows below;
+# an eighth of the replicates: two calibrated MDDs a pilot cost seconds
+PRIMARY_PAIR = ("arm1", "arm0")
+
+
+def planted_phi() -> float:
+    """The seed-by-document share of a gold answer's bits-per-byte paired variance the generator plants:
+    both arms' interaction over it and each arm's leaning."""
+    return BPB_INTERACTION ** 2 / (BPB_LEANING ** 2 + BPB_INTERACTION ** 2)
+
+
+def printed_pilot(number: int) -> dict:
+    """One null pilot of 2 arms x 2 seeds: the MDDs `python -m evaluation.power --from-run` prints from it
+    for the decision table's bits-per-byte average and for the primary decision (arm1 − arm0 on it, alone
+    at 0.05), the primary pair's rho and phi with their intervals, and whether the report's primary
+    decision calls a true difference at the primary's known-noise MDD (a second run, at that difference)."""
+    rng = np.random.default_rng([zlib.crc32(PRINTED.name.encode()), number])
+    matrices, _, _ = simulate(PRINTED, rng)
+    m = measure_family(FAMILIES["bpb"], matrices["bpb"])
+    key = ("columns", "average")
+    table_alpha = table_levels(FAMILIES, PRINTED.arms)["bpb", "columns", "average"][0]
+    pair = pair_correlation(FAMILIES["bpb"].task_weights("average"), matrices["bpb"][PRIMARY_PAIR[0]],
+                            matrices["bpb"][PRIMARY_PAIR[1]], draws=RHO_DRAWS, seed=number)
+    at_mdd, _, _ = simulate(PRINTED, rng, -mdd(true_noise(), PRINTED.seeds, ALPHA))
+    cell = compare_arms(FAMILIES["bpb"], at_mdd["bpb"], {arm: [1, 2] for arm in at_mdd["bpb"]},
+                        bounds=False)["pairs"][" − ".join(PRIMARY_PAIR)]["columns"]["average"]
+    return {"table": mdd(m.noise(key), PRINTED.seeds, table_alpha, FROM_RUN_DRAWS),
+            "primary": mdd(m.noise(key, PRIMARY_PAIR), PRINTED.seeds, ALPHA, FROM_RUN_DRAWS),
+            "primary_hit": decide_primary(cell | {"seeds": [1, 2]}, True, "two-sided").get("result") == "better",
+            "rho": pair, "rho_planted": planted_rho(), "phi_planted": planted_phi()}
+
+
+def _printed_work(numbers: range) -> list[dict]:
+    return [printed_pilot(number) for number in numbers]
+
+
+def standard_error(values: list) -> float | None:
+    """The Monte Carlo standard error of a mean over replicates (None below two)."""
+    return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
+
+
+def printed_rows(replicates: int, workers: int) -> list[dict]:
+    """Power at the MDD the suite prints, {decision table, primary} x {known noise, a pilot's measured
+    noise}, each with its Monte Carlo standard error (target 0.78-0.82), and the primary pair's rho and
+    phi recovered from the planted values (coverage of their 95% intervals, bias). Known noise, decision
+    table: the settings "a difference at the MDD" above; known noise, primary: the report's own primary
+    decision on runs at its MDD; measured noise: the report's decision at the true noise (power_at) at
+    each pilot's printed MDD, averaged over the pilots."""
+    chunk = max(1, replicates // (4 * workers))
+    jobs = [range(start, min(start + chunk, replicates)) for start in range(0, replicates, chunk)]
+    if workers > 1:
+        with mp.get_context("fork").Pool(workers) as pool:
+            pilots = [p for done in pool.map(_printed_work, jobs) for p in done]
+    else:
+        pilots = [p for job in jobs for p in _printed_work(job)]
+    seeds = PRINTED.seeds
+    table_alpha = table_levels(FAMILIES, PRINTED.arms)["bpb", "columns", "average"][0]
+
+    def row(name: str, powers: list[float], printed: list[float] | None, alpha: float) -> dict:
+        truth = mdd(true_noise(), seeds, alpha)
+        out = {"setting": name, "replicates": len(powers), "power_at_printed_mdd": float(np.mean(powers)),
+               "power_se": standard_error(powers), "true_mdd": truth}
+        if printed:
+            out["printed_mdd_over_true"] = dict(zip(("p10", "p50", "p90"), np.percentile(np.array(printed) / truth,
+                                                                                       [10, 50, 90]).tolist(), strict=True))
+        return out
+
+    rows = []
+    for name, key, alpha in (("decision table", "table", table_alpha), ("primary", "primary", ALPHA)):
+        threshold = decision_threshold(true_noise(), seeds, alpha)
+        printed = [p[key] for p in pilots]
+        rows.append(row(f"{PRINTED.name}: {name}, measured noise", [power_at(d, threshold) for d in printed], printed, alpha))
+    rows.append(row(f"{PRINTED.name}: primary, known noise", [float(p["primary_hit"]) for p in pilots], None, ALPHA))
+    measured = [p["rho"] for p in pilots if p["rho"] and p["rho"]["low"] is not None]
+    for name, planted, low, high in (("rho", planted_rho(), "low", "high"), ("phi", planted_phi(), "phi_low", "phi_high")):
+        covered = [r[low] <= planted <= r[high] for r in measured]
+        rows.append({"setting": f"{PRINTED.name}: the primary pair's {name} against the planted {planted:.3f}",
+                     "replicates": len(measured), "coverage": float(np.mean(covered)),
+                     "coverage_se": standard_error(covered),
+                     "bias": float(np.mean([r[name] for r in measured]) - planted)})
+    return rows
+
+
+def print_printed_rows(rows: list[dict]) -> None:
+    print("\nPower at the printed MDD (target 0.78-0.82; decision table at known noise: the settings "
+          "'a difference at the MDD' above), and the primary pair's rho and phi against planted values (target 0.95)")
+    for r in rows:
+        if "power_at_printed_mdd" in r:
+            ratio = (f"   printed / true MDD p10-p50-p90 {r['printed_mdd_over_true']['p10']:.2f}-"
+                     f"{r['printed_mdd_over_true']['p50']:.2f}-{r['printed_mdd_over_true']['p90']:.2f}"
+                     if "printed_mdd_over_true" in r else "")
+            print(f"{r['setting']:<72} {r['replicates']:>5}  power {r['power_at_printed_mdd']:.3f} "
+                  f"± {r['power_se'] or math.nan:.3f}{ratio}")
+        else:
+            print(f"{r['setting']:<72} {r['replicates']:>5}  coverage {r['coverage']:.3f} ± {r['coverage_se'] or math.nan:.3f}"
+                  f"   bias {r['bias']:+.4f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.calibration", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -543,6 +647,10 @@ def main(argv: list[str] | None = None) -> int:
         else []
     print_rows(rows)
     results += rows
+    if not args.settings or args.settings in PRINTED.name:
+        printed = printed_rows(math.ceil(PRINTED.share * replicates), args.workers)
+        print_printed_rows(printed)
+        results += printed
     print(f"{time.time() - start:.0f} s, {args.workers} workers")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

@@ -1,8 +1,9 @@
 """What difference between two arms a run can resolve: before any GPU time is spent (assumed
 noise), or from a finished or partial run (measured noise).
 
-    python -m evaluation.power CONFIG [--item-correlation 0.5] [--seed-std 0.5] [--accuracy 0.5]
-                                      [--seed-item-share 0] [--seed-correlation 0] [--difference POINTS]
+    python -m evaluation.power CONFIG [--noise-from RUN_CONFIG] [--item-correlation 0.5] [--seed-std 0.5]
+                                      [--accuracy 0.5] [--seed-item-share 0.7] [--seed-correlation 0]
+                                      [--difference POINTS]
     python -m evaluation.power CONFIG --from-run                            [--rung NAME] [--json]
 
 A model ladder (`pretrain.ladder`) gets one table per rung: its own seeds and trained arms, its
@@ -40,9 +41,18 @@ makes many seeds harder to agree, so past a point more seeds lower the power of 
 seeds' noise dominates, and the fewest seeds that reach 80% are given, up to MAX_SEEDS.
 
 Assumed mode (what `plan` prints before a run): p = 0.5 (the largest document variance), rho =
-0.5, sigma_seed = 0.5 points per benchmark, phi = 0 and rho_seed = 0 (stated with the result),
-for the suite's accuracy. Item counts are each task's scored split (evaluation/tasks/suite.yaml), or
-`evaluation.offline_items` / `evaluation.limit` where the config sets them.
+0.5, sigma_seed = 0.5 points per benchmark, phi = 0.7 and rho_seed = 0, for the suite's accuracy;
+each printed on its own line with its source (ASSUMED says why each default is what it is). Item
+counts are each task's scored split (evaluation/tasks/suite.yaml), or `evaluation.offline_items` /
+`evaluation.limit` where the config sets them.
+
+`--noise-from RUN_CONFIG` takes rho, phi and sigma_seed per benchmark and rho_seed per family (a
+negative one as 0) from another config's evaluated runs instead (its largest rung with two arms or more on two seeds or
+more; what `--from-run` measures there), matched by family and benchmark name; a benchmark it did
+not measure (or whose documents did not vary) keeps the assumed values, and a flag given on the
+command line overrides the measured value of its parameter. A document's variance stays p (1 − p)
+at `--accuracy` for accuracy (a small model near chance says little of a large one's) and is
+measured for the other families, which only a run can price.
 
 `--from-run` reads the run's evaluated checkpoints (the report's comparison: evaluation/runs.py)
 and measures every parameter per metric family and benchmark: sigma^2 (a document's variance
@@ -63,8 +73,8 @@ from dataclasses import asdict, dataclass, replace
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation.metrics import Family, families
-from evaluation.power_measured import clip_rho, item_noise, run_power
-from evaluation.power_print import print_power, print_run_power
+from evaluation.power_measured import RunNoise, clip_rho, run_noise, run_power
+from evaluation.power_print import print_deciding_primary, print_power, print_run_power
 from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise, seeds_needed, table_levels
 from evaluation.primary_scale import measured_slope
 from evaluation.statistics.intervals import LEVEL
@@ -79,8 +89,23 @@ class PowerAssumptions:
     accuracy: float = 0.5
     item_correlation: float = 0.5
     seed_std: float = 0.005  # per benchmark, as a fraction (0.5 points), net of the seed-by-document part
-    seed_item_share: float = 0.0  # phi: the share of a document's paired variance a new seed redraws
+    seed_item_share: float = 0.7  # phi: the share of a document's paired variance a new seed redraws
     seed_correlation: float = 0.0  # rho_seed: of one seed's shifts across benchmarks
+
+
+# Why each default is what it is, printed beside it. phi is the low end of what the demo measured on the
+# accuracy benchmarks whose documents varied (0.72-1.00, `python -m evaluation.power configs/local.yaml
+# --from-run`): the low end keeps the most of the documents' part fixed, so it promises the least from more
+# seeds. The demo's toy models near chance, on 40 items a task, measure seed SDs of 0-7.5 points and rho of
+# 0-0.92: nothing a 1B model's are, so those two stay at their usual values.
+ASSUMED = {"accuracy": "the largest document variance",
+           "item_correlation": "assumed; measure it with --noise-from",
+           "seed_std": "assumed; measure it with --noise-from",
+           "seed_item_share": "assumed, the low end of the demo's 0.72-1.00 on accuracy; measure it with --noise-from",
+           "seed_correlation": "assumed; measure it with --noise-from"}
+FLAGS = {"accuracy": "--accuracy", "item_correlation": "--item-correlation", "seed_std": "--seed-std",
+         "seed_item_share": "--seed-item-share", "seed_correlation": "--seed-correlation"}
+MEASURED = ("item_correlation", "seed_item_share", "seed_std", "seed_correlation")  # what --noise-from replaces
 
 
 # ---------------------------------------------------------------- assumed noise
@@ -99,41 +124,60 @@ def task_items(config: ExperimentConfig, suite: Suite) -> dict[str, list[int]]:
 
 
 def informative(measured: dict[str, UnitNoise] | None, unit: str) -> bool:
-    """Whether a run measured a unit's item correlation: its documents' values varied (two arms that
+    """Whether a run measured a unit's document noise: its documents' values varied (two arms that
     answered every document alike measured rho at its top, clipped by `clip_rho`)."""
     n = (measured or {}).get(unit)
     return n is not None and n.item_variance > 0
 
 
 def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
-                  family: Family | None = None, measured: dict[str, UnitNoise] | None = None) -> dict[str, ScoreNoise]:
+                  family: Family | None = None, measured: dict[str, UnitNoise] | None = None,
+                  keep: frozenset[str] = frozenset(), seed_correlation: float | None = None) -> dict[str, ScoreNoise]:
     """The noise of every column (average, categories) and benchmark of a family (default: the
     suite's accuracy), with the same assumed noise for every benchmark; with `measured` (a run's,
-    item_noise), each benchmark's item correlation rho as measured, and its document variance too
-    where nothing is assumed for it (a continuous family; accuracy keeps p (1 − p) at `a.accuracy`,
-    as a small model near chance says little of a large one's); the seed-by-document share and the
-    seeds' noise stay assumed (`a`)."""
+    run_noise), each benchmark's rho, phi and sigma_seed as measured but those named in `keep` (stated
+    on the command line), and its document variance too where nothing is assumed for it (a
+    continuous family; accuracy keeps p (1 − p) at `a.accuracy`, as a small model near chance says
+    little of a large one's); `seed_correlation`: a measured rho_seed (default: `a`'s)."""
     family = family or families(suite, [])["accuracy"]
     tasks = {b.name: b.form(suite.headline) for b in suite.benchmarks}
     units = {u: {f"{u}/{i}": w for i, w in enumerate(ws.values())} for u, ws in family.units.items()}
     counts = {f"{u}/{i}": items[u][min(i, len(items[u]) - 1)] for u in family.units for i in range(len(tasks[u]))}
     same = UnitNoise(a.accuracy * (1 - a.accuracy), a.item_correlation, a.seed_item_share, a.seed_std)
-    noise = {u: replace(same, item_correlation=clip_rho(measured[u].item_correlation),
-                        item_variance=same.item_variance if family.name == "accuracy" else measured[u].item_variance)
-             if informative(measured, u) else same for u in family.units}
-    out = {c: score_noise(w, units, counts, noise, a.seed_correlation) for c, w in family.columns.items()
+
+    def taken(n: UnitNoise) -> UnitNoise:
+        run = {"item_correlation": clip_rho(n.item_correlation), "seed_item_share": n.seed_item_share,
+               "seed_std": n.seed_std}
+        return replace(same, item_variance=same.item_variance if family.name == "accuracy" else n.item_variance,
+                       **{k: v for k, v in run.items() if k not in keep})
+
+    noise = {u: taken(measured[u]) if informative(measured, u) else same for u in family.units}
+    correlation = a.seed_correlation if seed_correlation is None else seed_correlation
+    out = {c: score_noise(w, units, counts, noise, correlation) for c, w in family.columns.items()
            if c != "average_centered"}
-    return out | {u: score_noise({u: 1.0}, units, counts, noise, a.seed_correlation) for u in family.units}
+    return out | {u: score_noise({u: 1.0}, units, counts, noise, correlation) for u in family.units}
+
+
+def noise_sources(a: PowerAssumptions, measured: RunNoise | None, given: frozenset[str]) -> dict[str, str]:
+    """Each parameter's source, printed on its line: stated on the command line, measured on a named
+    run, or assumed (ASSUMED: why that value)."""
+    def source(key: str) -> str:
+        if key in given:
+            return f"stated ({FLAGS[key]})"
+        if measured and key in MEASURED:
+            return f"measured on {measured.source}"
+        return f"{ASSUMED[key]} ({FLAGS[key]})"
+    return {key: source(key) for key in FLAGS}
 
 
 def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions(), difference: float | None = None,
-                 measured: tuple[dict[str, dict[str, UnitNoise]], str] | None = None) -> dict:
+                 measured: RunNoise | None = None, given: frozenset[str] = frozenset()) -> dict:
     """The MDD of every accuracy score of one rung (`config.for_rung`) for its seeds and trained
-    arms, under assumed noise, and the primary decision's (`evaluation.primary`, alone at 0.05);
-    with `difference` (a fraction), the seeds the average needs for it. `measured`: (family ->
-    benchmark -> a document's noise, where it was measured) from item_noise: the accuracy family's
-    documents take it, and the other families in points (p_gold) get their MDDs too; the seeds'
-    noise stays assumed."""
+    arms, under assumed noise, and the primary decision's (`evaluation.primary`, alone at 0.05,
+    marked where this rung is its deciding rung); with `difference` (a fraction), the seeds the
+    average needs for it. `measured`: a named run's noise (run_noise): every family it measured
+    takes its rho, phi, sigma_seed and rho_seed but those in `given` (stated on the command line),
+    and the families in points other than accuracy (p_gold) get their MDDs too."""
     suite = load_suite()
     rung = config.pretrain.rung if config.pretrain else None
     seeds = len(rung.seeds) if rung else 1
@@ -142,21 +186,28 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     clean = clean_text_tasks(config.evaluation.clean_text) if config.evaluation else []
     fams = families(suite, clean)
     levels = table_levels(fams, arms)
-    by_unit, source = measured or ({}, None)
+    by_unit = measured.units if measured else {}
     shown = [name for name, f in fams.items() if name == "accuracy" or (name in by_unit and f.scale == 100)]
-    noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name)) for name in shown}
+    # a measured rho_seed below 0 (two seeds' noise about 0) counts as 0: a plan does not bank on seeds that cancel
+    correlation = {name: max(0.0, measured.seed_correlation[name])
+                   if measured and "seed_correlation" not in given and name in measured.seed_correlation else None
+                   for name in shown}
+    noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name), given, correlation[name]) for name in shown}
     level = {name: {score: levels[name, "columns" if score in fams[name].columns else "units", score] for score in n}
              for name, n in noise.items()}
     mdds = {name: {score: mdd(x, seeds, level[name][score][0]) for score, x in n.items()} for name, n in noise.items()}
+    taken = {name: {u: {"item_correlation": clip_rho(n.item_correlation), "seed_item_share": n.seed_item_share,
+                        "seed_std": n.seed_std} for u, n in by_unit[name].items() if informative(by_unit[name], u)}
+             for name in shown if name in by_unit}
     out = {"method": "the report's decision simulated: generalized interval, every seed agreeing, at the level of "
                      "the table each score is decided in; 80% power; see evaluation/power.py",
-           "rung": rung.name if rung else None, "assumptions": asdict(a), "item_noise": source,
-           "item_correlation": {name: {u: clip_rho(n.item_correlation) if informative(by_unit[name], u) else None
-                                       for u, n in by_unit[name].items()} for name in shown if name in by_unit},
+           "rung": rung.name if rung else None, "assumptions": asdict(a), "noise_from": measured.source if measured else None,
+           "sources": noise_sources(a, measured, given), "measured": taken,
+           "seed_correlation": {name: v for name, v in correlation.items() if v is not None},
            "seeds": seeds, "arms": arms, "items": items, "mdd": mdds["accuracy"],
            "levels": {score: {"alpha": v[0], "table": v[1]} for score, v in level["accuracy"].items()},
-           "families": {name: {"title": fams[name].title, "mdd": mdds[name],
-                                "levels": {k: {"alpha": v[0], "table": v[1]} for k, v in level[name].items()}}
+           "families": {name: {"title": fams[name].title, "scale": fams[name].scale, "unit": fams[name].unit,
+                               "mdd": mdds[name], "levels": {k: {"alpha": v[0], "table": v[1]} for k, v in level[name].items()}}
                         for name in shown},
            "paper_effect": PAPER_EFFECT,
            "resolves_paper_effect": mdds["accuracy"]["average"] is not None and mdds["accuracy"]["average"] <= PAPER_EFFECT}
@@ -164,7 +215,9 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     if primary:
         family, column = primary.score.split(":")
         value = mdd(noise[family][column], seeds, 1 - LEVEL) if column in noise.get(family, {}) else None
+        deciding = config.deciding_rung()
         out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": value,
+                          "deciding_rung": deciding, "deciding": deciding is None or deciding == out["rung"],
                           # the same pair on every shown family's average: what the choice of score costs
                           "average_by_family": {name: mdd(n["average"], seeds, 1 - LEVEL) for name, n in noise.items()}}
     if difference is not None:
@@ -174,26 +227,39 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     return out
 
 
+def deciding_primary_mdd(reports: dict[str | None, dict]) -> dict | None:
+    """The primary decision's MDD at its deciding rung, from `power_report`s by rung: the pair, the
+    score (`family:column`), the rung and the MDD in the score's own units (a fraction for a family in
+    points, bits/byte for one in bits/byte; None where nothing prices it). What a conversion to other
+    units (accuracy points through a slope) starts from."""
+    for report in reports.values():
+        primary = report.get("primary")
+        if primary and primary["deciding"]:
+            return {"pair": primary["pair"], "score": primary["score"], "rung": report["rung"], "mdd": primary["mdd"]}
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.power", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--from-run", action="store_true", help="measure the noise from the run's evaluated checkpoints")
-    parser.add_argument("--accuracy", type=float, default=PowerAssumptions.accuracy)
-    parser.add_argument("--item-correlation", type=float)
-    parser.add_argument("--seed-std", type=float, default=100 * PowerAssumptions.seed_std,
-                        help="standard deviation of a benchmark's score across seeds, in points")
-    parser.add_argument("--seed-item-share", type=float, default=PowerAssumptions.seed_item_share,
-                        help="share of a document's paired variance that a new seed redraws (0-1)")
-    parser.add_argument("--seed-correlation", type=float, default=PowerAssumptions.seed_correlation,
-                        help="correlation of one seed's shifts across benchmarks (0-1)")
+    parser.add_argument("--accuracy", type=float, help=f"a document's accuracy p, its variance p (1 − p) "
+                        f"(default {PowerAssumptions.accuracy})")
+    parser.add_argument("--item-correlation", type=float, help="item correlation rho between two arms (default "
+                        f"{PowerAssumptions.item_correlation}; with --noise-from, measured)")
+    parser.add_argument("--seed-std", type=float, help="standard deviation of a benchmark's score across seeds, in "
+                        f"points (default {100 * PowerAssumptions.seed_std}; with --noise-from, measured)")
+    parser.add_argument("--seed-item-share", type=float, help="share of a document's paired variance that a new seed "
+                        f"redraws, 0-1 (default {PowerAssumptions.seed_item_share}; with --noise-from, measured)")
+    parser.add_argument("--seed-correlation", type=float, help="correlation of one seed's shifts across benchmarks, "
+                        f"0-1 (default {PowerAssumptions.seed_correlation}; with --noise-from, measured)")
     parser.add_argument("--difference", type=float,
                         help="a true difference on the accuracy average, in points: the seeds each rung needs for it")
-    parser.add_argument("--item-noise-from", metavar="CONFIG",
-                        help="measure a document's noise per benchmark (item variance, item correlation rho, seed-by-"
-                             "document share) on another config's evaluated runs (its largest rung with two arms on two "
-                             "seeds) instead of assuming it; the seeds' noise stays assumed; with --item-correlation "
-                             "given, that rho replaces the measured one")
+    parser.add_argument("--noise-from", metavar="RUN_CONFIG",
+                        help="take rho, phi and the seed SD per benchmark, and the seed correlation per family, from "
+                             "another config's evaluated runs (its largest rung with two arms on two seeds or more), "
+                             "matched by family and benchmark name; a flag given here overrides its measured value")
     parser.add_argument("--rung", help="one rung of pretrain.ladder (default: every rung)")
     parser.add_argument("--json", action="store_true", help="print the JSON (by rung) instead of the tables")
     args = parser.parse_args(argv)
@@ -202,16 +268,13 @@ def main(argv: list[str] | None = None) -> int:
         rungs = [config.for_rung(args.rung).rungs()[0]] if args.rung else config.rungs()
     except ValueError as e:
         raise SystemExit(f"evaluation.power: {e}") from None
-    rho = PowerAssumptions.item_correlation if args.item_correlation is None else args.item_correlation
-    assumptions = PowerAssumptions(args.accuracy, rho, args.seed_std / 100, args.seed_item_share, args.seed_correlation)
-    measured = noise_config = None
-    if args.item_noise_from:
-        noise_config = load_experiment_or_exit(args.item_noise_from)
-        by_unit, source = item_noise(noise_config)
-        if args.item_correlation is not None:
-            by_unit = {f: {u: replace(n, item_correlation=rho) for u, n in units.items()} for f, units in by_unit.items()}
-            source += f", item correlation {rho} (assumed)"
-        measured = by_unit, source
+    stated = {"accuracy": args.accuracy, "item_correlation": args.item_correlation,
+              "seed_std": None if args.seed_std is None else args.seed_std / 100,
+              "seed_item_share": args.seed_item_share, "seed_correlation": args.seed_correlation}
+    given = frozenset(k for k, v in stated.items() if v is not None)
+    assumptions = replace(PowerAssumptions(), **{k: stated[k] for k in given})
+    noise_config = load_experiment_or_exit(args.noise_from) if args.noise_from else None
+    measured = run_noise(noise_config) if noise_config else None
     reports, refused = {}, 0
     for rung in rungs or [None]:
         one = config.for_rung(rung) if rung else config
@@ -223,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                 refused += 1
                 continue
         else:
-            report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None, measured)
+            report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None,
+                                  measured, given)
         slope_from = one if args.from_run else noise_config  # the runs whose slope puts the primary MDD in accuracy points
         if report.get("primary") and slope_from:
             report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"])
@@ -233,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             print()
     if args.json:
         print(json.dumps(reports, indent=2))
+    elif not args.from_run and len(reports) > 1 and (deciding := deciding_primary_mdd(reports)):
+        print_deciding_primary(deciding)
     return 2 if refused and not reports else 0
 
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
+from scipy import special
 
 from configs.experiment import ExperimentConfig
 from evaluation.metrics import Family, families
@@ -82,36 +83,85 @@ def task_interactions(family: Family, matrices: dict[str, dict[str, np.ndarray]]
     return {t: _pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()]) for t in family.task_keys()}
 
 
+JACKKNIFE_GROUPS = 20  # documents deleted a group at a time for the BCa interval's acceleration
+
+
+def bca_interval(point: float, resampled: np.ndarray, jackknife: np.ndarray) -> tuple[float, float]:
+    """The 95% BCa bootstrap interval (Efron 1987) of an estimate from its bootstrap replicates and its
+    leave-one-group-out jackknife values: the percentile interval moved by the replicates' median
+    bias (z0) and skewed by how the estimate's spread changes with its value (the acceleration)."""
+    z0 = special.ndtri(np.clip(np.mean(resampled < point) + np.mean(resampled == point) / 2,
+                               0.5 / len(resampled), 1 - 0.5 / len(resampled)))
+    spread = jackknife.mean() - jackknife
+    denominator = 6 * float((spread ** 2).sum()) ** 1.5
+    acceleration = float((spread ** 3).sum()) / denominator if denominator > 0 else 0.0
+    z = z0 + special.ndtri(np.array([(1 - LEVEL) / 2, (1 + LEVEL) / 2]))
+    low, high = np.quantile(resampled, special.ndtr(z0 + z / (1 - acceleration * z)))
+    return float(low), float(high)
+
+
+def _weighted_parts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of `counts` (how often each document is drawn: a bootstrap resample, a jackknife
+    deletion), one task's two arms' own document variance (mean over their seeds' rows), their mean
+    interaction, and the pair's fixed paired variance (pair_fixed): the same estimates as on the
+    documents drawn, from per-document sums, for every resample at once."""
+    documents, seeds = counts.sum(axis=1), x.shape[0]
+
+    def row_moments(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return counts @ z.T, counts @ (z ** 2).T  # resamples x seeds
+
+    own, inter = [], []
+    for z in (x, y):
+        total, squares = row_moments(z)
+        own.append(((squares - total ** 2 / documents[:, None]) / (documents[:, None] - 1)).mean(axis=1))
+        if seeds < 2:
+            inter.append(np.zeros(len(counts)))
+            continue
+        residual = (squares.sum(axis=1) - seeds * (counts @ z.mean(axis=0) ** 2) - (total ** 2).sum(axis=1) / documents
+                    + total.sum(axis=1) ** 2 / (seeds * documents))
+        inter.append(residual / ((seeds - 1) * (documents - 1)))
+    d = (y - x).mean(axis=0)
+    spread = (counts @ d ** 2 - (counts @ d) ** 2 / documents) / (documents - 1)
+    interaction = (inter[0] + inter[1]) / 2
+    return (own[0] + own[1]) / 2, interaction, spread - 2 * interaction / seeds
+
+
 def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
                      draws: int = 400, seed: int = 0) -> dict | None:
-    """The item correlation rho of one pair of arms on a score (task -> weight), with a 95% interval by a
-    bootstrap over each task's documents (the same documents for both arms and every seed): 1 − the
-    pair's paired document variance over twice the two arms' own, each weighted w^2 / n as the score
-    weighs it, clipped by `clip_rho`. None where the pair's documents did not vary or its two arms
-    answered every document alike (nothing measured of rho)."""
-    # the interaction, measured on (seeds − 1) x (documents − 1) degrees of freedom, is taken as known (as the
-    # intervals take it): the bootstrap redraws the documents' parts only
-    inter = {t: (interaction_variance(a[t]) + interaction_variance(b[t])) / 2 for t in weights}
-
-    def rho(columns: dict[str, np.ndarray]) -> float | None:
-        own = paired = 0.0
-        for t, w in weights.items():
-            x, y = a[t][:, columns[t]], b[t][:, columns[t]]
-            own += w ** 2 * float(np.var(np.concatenate([x, y]), axis=1, ddof=1).mean()) / x.shape[1]
-            paired += w ** 2 * (max(0.0, pair_fixed(x, y, inter[t])) + 2 * inter[t]) / x.shape[1]
-        return 1 - paired / (2 * own) if own > 0 and paired > 0 else None
-
-    every = {t: np.arange(a[t].shape[1]) for t in weights}
-    point = rho(every)
-    if point is None:
-        return None
+    """The item correlation rho of one pair of arms on a score (task -> weight) and its seed-by-document
+    share phi, each with a 95% BCa interval from a bootstrap over each task's documents (the same
+    documents for both arms and every seed; the interaction re-measured on each resample, as an estimate
+    is): rho is 1 − the pair's paired document variance over twice the two arms' own, phi the share of
+    that paired variance the interaction holds, each weighted w^2 / n as the score weighs it. rho and its
+    interval's ends are clipped by `clip_rho` (an end clipped into the range never changes whether a rho
+    inside the range is covered); `clipped` says where the estimate itself was. None where the pair's
+    documents did not vary or its two arms answered every document alike (nothing measured of rho)."""
     rng = np.random.default_rng(seed)
-    resampled = [r for r in (rho({t: rng.integers(0, len(c), len(c)) for t, c in every.items()}) for _ in range(draws))
-                 if r is not None]
-    if not resampled:  # draws=0: the estimate alone
-        return {"rho": clip_rho(point), "low": None, "high": None}
-    low, high = np.quantile(resampled, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return {"rho": clip_rho(point), "low": clip_rho(float(low)), "high": clip_rho(float(high))}
+    n = {t: a[t].shape[1] for t in weights}
+    groups = {t: rng.permutation(k) % min(JACKKNIFE_GROUPS, k) for t, k in n.items()}
+    # row 0: every document once; then the bootstrap's resamples; then the jackknife's deletions
+    counts = {t: np.vstack([np.ones((1, k)), rng.multinomial(k, np.full(k, 1 / k), draws),
+                            [groups[t] != g for g in range(JACKKNIFE_GROUPS)]]) for t, k in n.items()}
+    own = paired = interaction = np.zeros(1 + draws + JACKKNIFE_GROUPS)
+    for t, w in weights.items():
+        documents = counts[t].sum(axis=1)
+        o, i, fixed = _weighted_parts(a[t], b[t], counts[t])
+        own = own + w ** 2 * o / documents
+        paired = paired + w ** 2 * (np.maximum(0.0, fixed) + 2 * i) / documents
+        interaction = interaction + w ** 2 * 2 * i / documents
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho, phi = np.where((own > 0) & (paired > 0), 1 - paired / (2 * own), np.nan), interaction / paired
+    if np.isnan(rho[0]):
+        return None
+    out = {"rho": clip_rho(float(rho[0])), "phi": float(phi[0]), "clipped": clip_rho(float(rho[0])) != rho[0],
+           "low": None, "high": None, "phi_low": None, "phi_high": None}
+    boot, jack = slice(1, 1 + draws), slice(1 + draws, None)
+    usable = ~np.isnan(rho[boot])
+    if usable.sum() < 2 or np.isnan(rho[jack]).any():  # draws=0: the estimates alone
+        return out
+    low, high = bca_interval(float(rho[0]), rho[boot][usable], rho[jack])
+    phi_low, phi_high = bca_interval(float(phi[0]), phi[boot][usable], phi[jack])
+    return out | {"low": clip_rho(low), "high": clip_rho(high), "phi_low": max(0.0, phi_low), "phi_high": min(1.0, phi_high)}
 
 
 def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
@@ -138,20 +188,15 @@ class MeasuredFamily:
     pair_tasks: dict[frozenset, dict[str, tuple[float, float]]] = field(default_factory=dict)  # each pair's own `tasks`
 
     def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
-        """A score's noise for a pair of arms (each its own seed variance; their sum, what the pair's
-        difference has, known on Welch's degrees of freedom from the two arms' seeds − 1, as the
-        interval takes it), or for any pair (one variance pooled over the arms, on all their degrees
-        of freedom). One fiducial draw for the pair's sum, not one per arm: two independent draws on
-        one degree of freedom each let either arm's variance be many times its estimate at once,
-        and printed a primary MDD 3.5x the true one at 2 arms x 2 seeds (median over pilots),
-        power 0.96 there, in a review's simulation."""
+        """A score's noise for a pair of arms (each its own seed variance, on its own seeds − 1 degrees
+        of freedom: ScoreNoise.sum_df gives Welch's for their sum, as the interval takes it), or for
+        any pair (one variance pooled over the arms, on all their degrees of freedom)."""
         seed = self.arm_seed[key]
         if pair is None:
             return measured_score_noise(self.scores[key], self.tasks, self.items,
                                         (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
         a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
-        welch = (a + b) ** 2 / ((a ** 2 + b ** 2) / nu) if a + b > 0 else 2.0 * nu
-        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (welch,))
+        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (nu, nu))
 
     def documents_of(self, key: tuple[str, str], pair: tuple[str, str]) -> tuple[dict[str, tuple[float, float]], bool]:
         """The per-document parts a pair's score is priced on: the pair's own where its documents'
@@ -196,16 +241,32 @@ def run_matrices(config: ExperimentConfig) -> tuple[dict, dict]:
     return summary, out
 
 
-def item_noise(config: ExperimentConfig) -> tuple[dict[str, dict[str, UnitNoise]], str]:
-    """Per family and benchmark, a document's noise (sigma^2, rho, phi) measured on the evaluated
-    runs of `config`: its largest rung with two arms or more on two seeds or more; and which rung."""
+@dataclass(frozen=True)
+class RunNoise:
+    """The noise `python -m evaluation.power --noise-from RUN` reads off a named run: per family and
+    benchmark a document's noise and the seeds' (UnitNoise: sigma^2, rho, phi, sigma_seed), per family
+    the seed correlation across benchmarks, and where it was measured."""
+
+    units: dict[str, dict[str, UnitNoise]]
+    seed_correlation: dict[str, float]
+    source: str
+
+
+def run_noise(config: ExperimentConfig) -> RunNoise:
+    """Every family's noise measured on the evaluated runs of `config` (the report's comparison, on
+    the seeds every arm has evaluated at the compared step): its largest rung with two arms or more
+    on two seeds or more."""
     for rung in reversed(config.rungs()):
         summary, measured = run_matrices(config.for_rung(rung))
         if measured:
-            return ({name: measure_family(family, matrices).units for name, (family, matrices) in measured.items()},
-                    f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds {summary['measured_on_seeds']})")
-    raise SystemExit(f"evaluation.power --item-noise-from: {config.name}: no rung has two arms evaluated on two seeds "
-                     "or more: nothing to measure a document's noise on")
+            fams = {name: measure_family(family, matrices) for name, (family, matrices) in measured.items()}
+            return RunNoise({name: m.units for name, m in fams.items()},
+                            {name: m.seed_correlation for name, m in fams.items()},
+                            f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds "
+                            f"{summary['measured_on_seeds']})")
+    raise SystemExit(f"evaluation.power --noise-from: {config.name}: no rung has two arms evaluated on two seeds "
+                     "or more: nothing to measure the noise on; evaluate two arms on two seeds there first, or "
+                     "leave --noise-from out (assumed noise)")
 
 
 def run_power(config: ExperimentConfig) -> dict:

@@ -15,45 +15,98 @@ def mdd_text(value: float | None, scale: float, decimals: int) -> str:
     return f">{100:.{decimals}f}" if scale == 100 and value > 1 else f"{scale * value:.{decimals}f}"
 
 
+def family_scale(family: str) -> float:
+    """The scale a family's fractions print at: 100 for the families in points."""
+    return 100 if family in ("accuracy", "p_gold") else 1
+
+
+def primary_text(score: str, value: float | None) -> str:
+    scale = family_scale(score.split(":")[0])
+    return f"{mdd_text(value, scale, 2 if scale == 100 else 3)}{' points' if scale == 100 else ''}"
+
+
 def print_primary(report: dict) -> None:
     primary = report.get("primary")
     if not primary:
         return
     family, _ = primary["score"].split(":")
-    scale = 100 if family in ("accuracy", "p_gold") else 1
+    scale = family_scale(family)
     value = primary["mdd"]
-    shown = (f"{mdd_text(value, scale, 2 if scale == 100 else 3)}{' points' if scale == 100 else ''}" if value is not None
+    shown = (primary_text(primary["score"], value) if value is not None
              else "not measured here" if "from_run" in report else
-             f"nothing assumed for {family}'s documents: measure them on a run (--item-noise-from CONFIG)"
+             f"nothing assumed for {family}'s documents: measure them on a run (--noise-from RUN_CONFIG)"
              if family not in report["families"] else "needs 2 seeds or more")
+    where = ("" if "deciding" not in primary or primary["deciding_rung"] is None else
+             f" at its deciding rung {primary['deciding_rung']}" if primary["deciding"] else
+             f" if decided here (descriptive at this rung; decided at rung {primary['deciding_rung']})")
     print(f"  primary decision (evaluation.primary: {' − '.join(primary['pair'])} on {primary['score']}, alone at "
-          f"{primary['alpha']:.2g}): {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
-                                                 f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
-                                                 if scale == 100 and value is not None and "paper_effect" in report else ""))
+          f"{primary['alpha']:.2g}){where}: {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
+                                                        f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
+                                                        if scale == 100 and value is not None and "paper_effect" in report
+                                                        else ""))
     if rho := primary.get("rho"):
         interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
         print(f"    item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
               else f"    item correlation: none measured ({rho['source']})")
+        if rho.get("phi_low") is not None:
+            print(f"    seed-by-document share phi {rho['phi']:.2f} [{rho['phi_low']:.2f}, {rho['phi_high']:.2f}], from "
+                  f"{rho['source']}")
     if primary.get("accuracy_slope"):
         slope = primary["accuracy_slope"]
-        print(f"    {converted_text(value, slope, scale, 'bits/byte')}, measured on {slope['source']}")
+        unit = "points" if scale == 100 else "bits/byte"  # the scale-1 families (bpb, clean text) are in bits/byte
+        print(f"    {converted_text(value, slope, scale, unit)}, measured on {slope['source']}")
     if len(primary.get("average_by_family", {})) > 1:
         print("    the same pair on each family's average, alone at the same level: " + "; ".join(
             f"{name} {mdd_text(v, 100, 2)} points" for name, v in primary["average_by_family"].items()))
 
 
+def print_deciding_primary(deciding: dict) -> None:
+    """The ladder's one line that matters for the primary decision: its MDD at the deciding rung."""
+    value = primary_text(deciding["score"], deciding["mdd"]) if deciding["mdd"] is not None else "not priced (see its rung)"
+    print(f"primary decision ({' − '.join(deciding['pair'])} on {deciding['score']}) at its deciding rung "
+          f"{deciding['rung']}: MDD {value}")
+
+
+def measured_range(report: dict, key: str) -> str:
+    """A measured parameter's range over each family's benchmarks, in the family's unit."""
+    parts = []
+    for name, units in report["measured"].items():
+        values = [u[key] for u in units.values()]
+        if not values:
+            continue
+        scale = report["families"][name]["scale"] if key == "seed_std" else 1
+        unit = f" {report['families'][name]['unit']}" if key == "seed_std" else ""
+        parts.append(f"{name} {scale * min(values):.2f}-{scale * max(values):.2f}{unit} over {len(values)} benchmarks")
+    return "; ".join(parts) or "none of the shown families' benchmarks varied"
+
+
+def print_assumptions(report: dict) -> None:
+    """Each parameter of the noise on its own line: its value and where it comes from."""
+    a, sources = report["assumptions"], report["sources"]
+
+    def value(key: str, text: str) -> str:
+        if not sources[key].startswith("measured"):
+            return text
+        if key == "seed_correlation":
+            return "per family: " + ", ".join(f"{name} {v:.2f}" for name, v in report["seed_correlation"].items())
+        return f"per benchmark ({measured_range(report, key)}; {text} where not measured)"
+
+    rows = [("accuracy", "document variance p (1 − p)", f"at accuracy {a['accuracy']:.2f}"),
+            ("item_correlation", "item correlation rho", f"{a['item_correlation']:.2f}"),
+            ("seed_item_share", "seed-by-document share phi", f"{a['seed_item_share']:.2f}"),
+            ("seed_std", "seed SD", f"{100 * a['seed_std']:.2f} points per benchmark"),
+            ("seed_correlation", "seed correlation across benchmarks", f"{a['seed_correlation']:.2f}")]
+    for key, title, text in rows:
+        print(f"    {title}: {value(key, text)}, {sources[key]}")
+    if report["noise_from"]:
+        print(f"    (a document's variance in the families other than accuracy: measured on {report['noise_from']})")
+
+
 def print_power(report: dict) -> None:
-    a = report["assumptions"]
     rung = f"rung {report['rung']}: " if report["rung"] else ""
-    measured = {name: [v for v in r.values() if v is not None] for name, r in report["item_correlation"].items()}
-    documents = (f"item correlation measured on {report['item_noise']} (mean over benchmarks "
-                 + ", ".join(f"{name} {sum(v) / len(v):.2f}" for name, v in measured.items() if v)
-                 + "; each benchmark's clipped to [0, 0.95])" if report["item_noise"] else
-                 f"assumed accuracy {a['accuracy']:.2f}, item correlation {a['item_correlation']:.2f} (assumed)")
     print(f"{rung}Minimum detectable difference (the report calls it a result 80% of the time; {report['seeds']} paired "
-          f"seeds, {report['arms']} arms; {documents}, seed std {100 * a['seed_std']:.2f} points per benchmark, "
-          f"seed-by-document share {a['seed_item_share']:.2f}, seed correlation across benchmarks "
-          f"{a['seed_correlation']:.2f} (assumed)):")
+          f"seeds, {report['arms']} arms), on this noise:")
+    print_assumptions(report)
     print_primary(report)
     titles = {"average": "Avg", **CATEGORY_TITLES}
     for family in report["families"].values():

@@ -23,11 +23,20 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
     results, rows = everything[:len(settings)], everything[len(settings):]
     assert [r["setting"] for r in results] == [s.name for s in settings]
     # the coverage rows after them: the noisier arm's bits-per-byte intervals, the accuracy slope per shape
-    assert [r["setting"] for r in rows] == [s.name for s in calibration.NOISY_ARMS] + [
+    coverage_names = [s.name for s in calibration.NOISY_ARMS] + [
         f"slope interval coverage: {a} arms, {s} seeds" for a, s in calibration.SLOPE_SETTINGS]
+    rows, printed = rows[:len(coverage_names)], rows[len(coverage_names):]
+    assert [r["setting"] for r in rows] == coverage_names
     noisy = rows[:len(calibration.NOISY_ARMS)]
     assert all(r["replicates"] == 6 and 0 <= r["noisy_arm_coverage"] <= 1 and r["noisy_arm_coverage_se"] >= 0 for r in noisy)
     assert all(r["replicates"] == 3 and 0 <= r["slope_coverage"] <= 1 for r in rows[len(noisy):])
+    # power at the printed MDD ({decision table, primary} x {measured, known noise}) and rho, phi against planted
+    assert [r["setting"].split(": ", 1)[1] for r in printed] == [
+        "decision table, measured noise", "primary, measured noise", "primary, known noise",
+        f"the primary pair's rho against the planted {calibration.planted_rho():.3f}",
+        f"the primary pair's phi against the planted {calibration.planted_phi():.3f}"]
+    assert all(r["replicates"] == 1 for r in printed[:3]) and 0 <= printed[0]["power_at_printed_mdd"] <= 1
+    assert printed[3]["coverage"] in (0, 1) and abs(printed[4]["bias"]) < 0.2
     for r in results:
         assert r["replicates"] == 6 and 0 <= r["coverage"] <= 1 and 0 <= r["fwer"] <= 1
         assert set(r["fwer_by_table"]) >= {"decision table", "every pair", "format flags", "per-benchmark, accuracy"}
