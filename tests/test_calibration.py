@@ -24,7 +24,8 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
     assert [r["setting"] for r in results] == [s.name for s in settings]
     # the coverage rows after them: the noisier arm's bits-per-byte intervals, the accuracy slope per shape
     assert [r["setting"] for r in rows] == [s.name for s in calibration.NOISY_ARMS] + [
-        f"slope interval coverage: {a} arms, {s} seeds" for a, s in calibration.SLOPE_SETTINGS]
+        f"slope interval coverage: {a} arms, {s} seeds" + (f", a shared seed shift {c:g}x the arms' own" if c else "")
+        for a, s, c in calibration.SLOPE_SETTINGS]
     noisy = rows[:len(calibration.NOISY_ARMS)]
     assert all(r["replicates"] == 6 and 0 <= r["noisy_arm_coverage"] <= 1 and r["noisy_arm_coverage_se"] >= 0 for r in noisy)
     assert all(r["replicates"] == 3 and 0 <= r["slope_coverage"] <= 1 for r in rows[len(noisy):])
