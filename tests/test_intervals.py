@@ -222,3 +222,22 @@ def test_arms_on_different_seed_lists_are_paired_by_seed_number(seeds_a, seeds_b
         assert cell["df_seeds"] == len(paired) - 1 and cell["var_seeds"] < 1e-3
     else:  # one paired seed: each arm's own seed variance over all its seeds (10 x s apart), on Welch's
         assert cell["var_seeds"] == pytest.approx(2 * 50, rel=0.02) and 1 <= cell["df_seeds"] <= 2
+
+
+def test_two_seeds_that_tie_on_a_binary_benchmark_keep_the_interaction_they_hold():
+    """Two seeds of 0/1 answers whose pair differences come out equal (a tie of two means on a grid of
+    1 / n, common on small benchmarks): var_s(d_s) is 0, but the seeds' part still holds the
+    seed-by-document interaction, measured on the documents. The difference is then decided on the
+    documents' part with the interaction in it, not on what is left once the interaction is taken out."""
+    rng = np.random.default_rng(8)
+    n, p = 100, rng.uniform(0.25, 0.75, 100)
+    reference, other = ((rng.random((2, n)) < p).astype(float) for _ in range(2))
+    # make seed 2's difference equal seed 1's: move answers of the other arm's seed 2 until the means tie
+    gap = int(round(n * ((other[0] - reference[0]).mean() - (other[1] - reference[1]).mean())))
+    flip = np.flatnonzero(other[1] == (0 if gap > 0 else 1))[:abs(gap)]
+    other[1, flip] = 1 - other[1, flip]
+    i = paired_interval({"t": reference}, {"t": other}, {"t": 1.0}, (SeedVariance(0.0, 1), SeedVariance(0.0, 1)))
+    assert i.per_seed[0] == pytest.approx(i.per_seed[1]) and i.var_seeds == pytest.approx(0, abs=1e-15)
+    assert i.var_interaction > 0.5 * i.var_documents  # the documents' part is mostly the interaction
+    assert i.se == pytest.approx(math.sqrt(i.var_documents))
+    assert i.p == pytest.approx(2 * stats.norm.sf(abs(i.difference) / i.se), rel=0.05)
