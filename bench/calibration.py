@@ -476,24 +476,26 @@ def noisy_arm_coverage(setting: Setting, replicates: int, workers: int) -> dict:
 
 
 # the slope of accuracy on the primary score: planted truth on a line, each arm's seeds scattered
-# around it with correlated noise (a seed that trains a better model moves both scores)
-SLOPE_SETTINGS = ((5, 3), (5, 2), (3, 3), (2, 3))
+# around it with correlated noise (a seed that trains a better model moves both scores); (arms, seeds,
+# the SD of a seed's shift every arm shares over the arms' own, as a shared init gives)
+SLOPE_SETTINGS = ((5, 3, 0.0), (5, 2, 0.0), (3, 3, 0.0), (2, 3, 0.0), (5, 3, 2.0))
 PLANTED_SLOPE = -0.5  # accuracy (a fraction) per bit/byte
 SLOPE_SPREAD, SLOPE_NOISE, SLOPE_NOISE_CORRELATION = 0.03, (0.012, 0.008), -0.6  # the arms' true spread, seeds' SDs
 
 
-def _slope_work(job: tuple[int, int, int, int]) -> list[tuple[bool, bool]]:
-    arms, seeds, start, stop = job
+def _slope_work(job: tuple[int, int, float, int, int]) -> list[tuple[bool, bool]]:
+    arms, seeds, shared, start, stop = job
     sx, sy = SLOPE_NOISE
     covariance = np.array([[sx * sx, SLOPE_NOISE_CORRELATION * sx * sy], [SLOPE_NOISE_CORRELATION * sx * sy, sy * sy]])
     out = []
     for number in range(start, stop):
-        rng = np.random.default_rng([zlib.crc32(b"slope"), arms, seeds, number])
+        rng = np.random.default_rng([zlib.crc32(b"slope"), arms, seeds, number] + ([round(10 * shared)] if shared else []))
         x = rng.normal(1.0, SLOPE_SPREAD, arms)
         noise = rng.multivariate_normal(np.zeros(2), covariance, (arms, seeds))
+        noise += shared * rng.multivariate_normal(np.zeros(2), covariance, seeds)[None]  # seed s of every arm
         primary = {f"arm{k}": (x[k] + noise[k, :, 0]).tolist() for k in range(arms)}
         accuracy = {f"arm{k}": (0.4 + PLANTED_SLOPE * (x[k] - 1.0) + noise[k, :, 1]).tolist() for k in range(arms)}
-        s = accuracy_slope(primary, accuracy, seed=number)
+        s = accuracy_slope(primary, accuracy, seed=number, seeds=dict.fromkeys(primary, list(range(1, seeds + 1))))
         low, high = (-math.inf if s["low"] is None else s["low"]), (math.inf if s["high"] is None else s["high"])
         out.append((low <= PLANTED_SLOPE <= high, s["convertible"]))
     return out
@@ -502,17 +504,19 @@ def _slope_work(job: tuple[int, int, int, int]) -> list[tuple[bool, bool]]:
 def slope_coverage(replicates: int, workers: int) -> list[dict]:
     """Per (arms, seeds): how often the accuracy slope's 95% interval holds the planted slope (with its
     Monte Carlo standard error), and how often the rule lets it convert an MDD."""
-    jobs = [(a, s, start, min(start + 100, replicates)) for a, s in SLOPE_SETTINGS for start in range(0, replicates, 100)]
+    jobs = [(*setting, start, min(start + 100, replicates)) for setting in SLOPE_SETTINGS
+            for start in range(0, replicates, 100)]
     if workers > 1:
         with mp.get_context("fork").Pool(workers) as pool:
             done = pool.map(_slope_work, jobs)
     else:
         done = [_slope_work(job) for job in jobs]
     out = []
-    for arms, seeds in SLOPE_SETTINGS:
-        records = [r for job, rs in zip(jobs, done, strict=True) if job[:2] == (arms, seeds) for r in rs]
+    for arms, seeds, shared in SLOPE_SETTINGS:
+        records = [r for job, rs in zip(jobs, done, strict=True) if job[:3] == (arms, seeds, shared) for r in rs]
         covered = np.mean([c for c, _ in records])
-        out.append({"setting": f"slope interval coverage: {arms} arms, {seeds} seeds", "replicates": len(records),
+        common = f", a shared seed shift {shared:g}x the arms' own" if shared else ""
+        out.append({"setting": f"slope interval coverage: {arms} arms, {seeds} seeds{common}", "replicates": len(records),
                     "slope_coverage": float(covered), "slope_coverage_se": float(np.sqrt(covered * (1 - covered) / len(records))),
                     "convertible_rate": float(np.mean([v for _, v in records])), "planted_slope": PLANTED_SLOPE,
                     "target": ">= 0.95"})

@@ -14,14 +14,15 @@ from evaluation.statistics.accuracy_slope import accuracy_slope
 from evaluation.statistics.intervals import LEVEL, arm_scores
 
 
-def report_slope(families: dict[str, dict], score: str) -> dict | None:
+def report_slope(families: dict[str, dict], score: str, seeds_of: dict[str, list[int]]) -> dict | None:
     """The slope of accuracy:average on the primary `score` through a rung report's arms (their
-    final scores per seed); None where the primary score is accuracy's own average or a family is absent."""
+    final scores per seed, in the order of `seeds_of[arm]`, their seed numbers); None where the
+    primary score is accuracy's own average or a family is absent."""
     family, column = score.split(":")
     if family == "accuracy" or "accuracy" not in families or family not in families:
         return None
     return accuracy_slope(families[family]["finals"]["columns"].get(column, {}),
-                          families["accuracy"]["finals"]["columns"].get("average", {}))
+                          families["accuracy"]["finals"]["columns"].get("average", {}), seeds=seeds_of)
 
 
 def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int) -> float | None:
@@ -51,7 +52,8 @@ def measured_slope(config: ExperimentConfig, score: str) -> dict | None:
         summary, measured = run_matrices(config.for_rung(rung) if rung else config)
         if "accuracy" not in measured or family not in measured:
             continue
-        slope = accuracy_slope(_by_seed(*measured[family], column), _by_seed(*measured["accuracy"], "average"))
+        slope = accuracy_slope(_by_seed(*measured[family], column), _by_seed(*measured["accuracy"], "average"),
+                               seeds=dict.fromkeys(summary["arms"], summary["measured_on_seeds"]))
         if slope:
             where = f", rung {rung}" if rung else ""
             return slope | {"source": f"{config.name}{where} ({', '.join(summary['arms'])} on seeds "

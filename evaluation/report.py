@@ -89,7 +89,8 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_
         pair = (primary["arm"], primary["reference"])
         primary["mdd"] = primary_mdd(comparison, fams[family], column, pair, len(config.pretrain.seeds)) \
             if config.pretrain else None
-        primary["accuracy_slope"] = report_slope(report["families"], primary["score"])
+        primary["accuracy_slope"] = report_slope(report["families"], primary["score"],
+                                                 {arm: sorted(seeds) for arm, seeds in comparison.by_arm.items()})
     report["clean_text_tasks"] = [{"task": t.task, "set": t.set, "view": t.view} for t in clean]
     return report | source_sections(config, runs, comparison, suite.all_tasks() + [t.task for t in clean])
 

@@ -24,7 +24,8 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
     assert [r["setting"] for r in results] == [s.name for s in settings]
     # the coverage rows after them: the noisier arm's bits-per-byte intervals, the accuracy slope per shape
     coverage_names = [s.name for s in calibration.NOISY_ARMS] + [
-        f"slope interval coverage: {a} arms, {s} seeds" for a, s in calibration.SLOPE_SETTINGS]
+        f"slope interval coverage: {a} arms, {s} seeds" + (f", a shared seed shift {c:g}x the arms' own" if c else "")
+        for a, s, c in calibration.SLOPE_SETTINGS]
     rows, printed = rows[:len(coverage_names)], rows[len(coverage_names):]
     assert [r["setting"] for r in rows] == coverage_names
     noisy = rows[:len(calibration.NOISY_ARMS)]

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from evaluation.family_report import compare_arms
+from evaluation.metrics import Family
 from evaluation.statistics.intervals import (
     SeedVariance,
     TaskPair,
@@ -188,3 +190,54 @@ def test_the_noisier_arms_pairs_cover_at_the_nominal_rate_where_seeds_are_all_th
     assert all(i.df_seeds == 2 for i in found)
     # the true difference is 0: each interval's p-value is its p-value at the truth
     assert np.mean([i.p > 0.05 for i in found]) == pytest.approx(0.95, abs=0.009)  # 3 Monte Carlo standard errors
+
+
+def _one_task_family() -> Family:
+    return Family("f", "f", False, 1, "units", units={"u": {"t": 1.0}}, keys={"u": "f"},
+                  columns={"average": {"u": 1.0}}, column_titles={"average": "average"})
+
+
+@pytest.mark.parametrize("seeds_a,seeds_b,paired", [([1, 2, 3], [1, 2], [1, 2]), ([3, 1, 2], [2, 3], [2, 3]),
+                                                    ([1, 2], [2, 3], [2]), ([1], [2], [])],
+                         ids=["3 seeds and 2", "listed in another order", "one seed in common", "none in common"])
+def test_arms_on_different_seed_lists_are_paired_by_seed_number(seeds_a, seeds_b, paired):
+    """Every seed's row of a task's matrix holds the seed's number 10 x s, plus 1 in arm b: a pair
+    matched by row position instead of by seed number would show a seed difference other than 1."""
+    rng = np.random.default_rng(5)
+    docs = rng.normal(0, 1, 40)
+
+    def matrix(seeds: list[int], plus: float) -> np.ndarray:
+        return np.array([10.0 * s + plus + docs + rng.normal(0, 0.1, 40) for s in seeds])
+
+    matrices = {"a": {"t": matrix(seeds_a, 0.0)}, "b": {"t": matrix(seeds_b, 1.0)}}
+    pair = compare_arms(_one_task_family(), matrices, {"a": seeds_a, "b": seeds_b})["pairs"]["b − a"]
+    assert pair["seeds"] == paired
+    if not paired:
+        assert pair["not_compared"].startswith("no seed in common") and pair["columns"] == {}
+        return
+    cell = pair["columns"]["average"]
+    assert cell["seeds"] == paired and cell["per_seed"] == pytest.approx([1.0] * len(paired), abs=0.1)
+    assert cell["low"] <= 1.0 <= cell["high"] and cell["seeds_measured"]
+    if len(paired) > 1:  # the paired seed differences, on S − 1
+        assert cell["df_seeds"] == len(paired) - 1 and cell["var_seeds"] < 1e-3
+    else:  # one paired seed: each arm's own seed variance over all its seeds (10 x s apart), on Welch's
+        assert cell["var_seeds"] == pytest.approx(2 * 50, rel=0.02) and 1 <= cell["df_seeds"] <= 2
+
+
+def test_two_seeds_that_tie_on_a_binary_benchmark_keep_the_interaction_they_hold():
+    """Two seeds of 0/1 answers whose pair differences come out equal (a tie of two means on a grid of
+    1 / n, common on small benchmarks): var_s(d_s) is 0, but the seeds' part still holds the
+    seed-by-document interaction, measured on the documents. The difference is then decided on the
+    documents' part with the interaction in it, not on what is left once the interaction is taken out."""
+    rng = np.random.default_rng(8)
+    n, p = 100, rng.uniform(0.25, 0.75, 100)
+    reference, other = ((rng.random((2, n)) < p).astype(float) for _ in range(2))
+    # make seed 2's difference equal seed 1's: move answers of the other arm's seed 2 until the means tie
+    gap = int(round(n * ((other[0] - reference[0]).mean() - (other[1] - reference[1]).mean())))
+    flip = np.flatnonzero(other[1] == (0 if gap > 0 else 1))[:abs(gap)]
+    other[1, flip] = 1 - other[1, flip]
+    i = paired_interval({"t": reference}, {"t": other}, {"t": 1.0}, (SeedVariance(0.0, 1), SeedVariance(0.0, 1)))
+    assert i.per_seed[0] == pytest.approx(i.per_seed[1]) and i.var_seeds == pytest.approx(0, abs=1e-15)
+    assert i.var_interaction > 0.5 * i.var_documents  # the documents' part is mostly the interaction
+    assert i.se == pytest.approx(math.sqrt(i.var_documents))
+    assert i.p == pytest.approx(2 * stats.norm.sf(abs(i.difference) / i.se), rel=0.05)

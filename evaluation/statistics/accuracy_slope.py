@@ -19,22 +19,33 @@ S the sample (co)variance of the arm means over the K arms, C_k the arm's covari
 across its n_k seeds. Where the arms' spread on x is no larger than its seeds' noise the
 denominator is not positive, and there is no slope to give.
 
-The interval is a parametric bootstrap of that estimator (`DRAWS` runs, fixed seed). The seed
-covariance of (x, y) is pooled over the arms (the correction uses its mean over the arms anyway),
-on all their degrees of freedom nu; each run takes the true covariance as that estimate x nu / W,
-W ~ chi2(nu) (as the intervals take a seed variance), redraws every arm's means around the observed
-ones with it over the arm's seeds, and estimates the covariance anew on nu degrees of freedom (the
-correction's own noise); the interval is the 2.5% and 97.5% points of the redrawn slopes. A run
-whose denominator is not positive has no slope; it counts as beyond either end, and where more than
-2.5% of runs have none, the interval is unbounded. On planted slopes (300 simulated rungs each) it
-covered 0.963 at 5 arms x 3 seeds, 0.987 at 3 x 2 and 0.960 at 5 x 2; the plug-in covariance of
-each arm (no fiducial scale, its own 1-2 degrees of freedom) covered 0.917 at 5 x 3, and a fiducial
-scale per arm on its own degrees of freedom 1.000 (almost never convertible).
+Seed s of every arm shares its initial weights and data order, so a seed that trains a better
+model may move every arm's scores together. That shared part shifts all arm means alike and is
+not in their spread, but it is in each arm's own covariance across its seeds: subtracting C_k
+would take out more than the spread holds (a shared seed effect as large as the arms' own seed
+noise made 5 arms x 3 seeds convertible in 39% of planted rungs instead of 69%, and one twice as
+large in 11%, in a review's simulation of 500 rungs each). Where every arm was evaluated on the
+same seeds, C is therefore the residual covariance of the arms x seeds layout (each seed's mean
+over the arms removed, as the paired intervals remove it), on (K − 1)(S − 1) degrees of freedom,
+the same for every arm; arms on different seed lists keep their own C_k (what the seeds share is
+then left in, on the safe side).
+
+The interval is a parametric bootstrap of that estimator (`DRAWS` runs, fixed seed). The seeds'
+covariance of (x, y) is one for all arms (the residual's, or each arm's own pooled over the arms:
+the correction uses its mean over the arms anyway), on its degrees of freedom nu; each run takes
+the true covariance as that estimate x nu / W, W ~ chi2(nu) (as the intervals take a seed
+variance), redraws every arm's means around the observed ones with it over the arm's seeds, and
+estimates the covariance anew on nu degrees of freedom (the correction's own noise); the interval
+is the 2.5% and 97.5% points of the redrawn slopes. A run whose denominator is not positive has no
+slope; it counts as beyond either end, and where more than 2.5% of runs have none, the interval is
+unbounded. bench/calibration.py measures its coverage of planted slopes and how often it converts
+(`python -m bench.calibration --settings "slope interval coverage"`), with and without a seed shift
+the arms share.
 
 The rule for converting: a slope is used only where its interval excludes 0 and its half-width is at
 most half the slope (`MAX_RELATIVE_HALF_WIDTH`); else the MDD is "not converted: slope [lo, hi]". An
 interval that wide would make the converted MDD anything from a fraction to several times its
-printed value. bench/calibration.py measures the interval's coverage of planted slopes.
+printed value.
 """
 
 from __future__ import annotations
@@ -58,24 +69,45 @@ def _moment_slope(x: np.ndarray, y: np.ndarray, noise_xx: np.ndarray, noise_xy: 
         return np.where(sxx > 0, sxy / sxx, np.nan)
 
 
-def accuracy_slope(primary: dict[str, list[float]], accuracy: dict[str, list[float]], seed: int = 0) -> dict | None:
+def _seed_covariance(cells: list[np.ndarray], seed_ids: list[list[int]] | None) -> tuple[np.ndarray, float, bool]:
+    """The seeds' covariance of (x, y) that the arm means' spread holds, each arm's (arms x 2 x 2),
+    its degrees of freedom, and whether it is the arms x seeds residual's (every arm on the same
+    seeds: a seed's shift shared by the arms cancels in the spread, and is left out here too)."""
+    if seed_ids and len({frozenset(s) for s in seed_ids}) == 1 \
+            and all(len(set(s)) == len(s) == c.shape[1] for s, c in zip(seed_ids, cells, strict=True)):
+        order = sorted(seed_ids[0])
+        layout = np.array([c[:, [ids.index(s) for s in order]] for c, ids in zip(cells, seed_ids, strict=True)])
+        residual = (layout - layout.mean(axis=2, keepdims=True) - layout.mean(axis=0, keepdims=True)
+                    + layout.mean(axis=(0, 2), keepdims=True))  # arms x 2 x seeds
+        nu = float((len(cells) - 1) * (len(order) - 1))
+        return np.broadcast_to(np.einsum("kis,kjs->ij", residual, residual) / nu, (len(cells), 2, 2)), nu, True
+    n = np.array([c.shape[1] for c in cells], dtype=float)
+    covariances = np.array([np.cov(c) for c in cells])  # over each arm's own seeds
+    # pooled over the arms (the correction uses their mean anyway), on all their degrees of freedom
+    nu = float((n - 1).sum())
+    return np.broadcast_to((covariances * (n - 1)[:, None, None]).sum(axis=0) / nu, covariances.shape), nu, False
+
+
+def accuracy_slope(primary: dict[str, list[float]], accuracy: dict[str, list[float]], seed: int = 0,
+                   seeds: dict[str, list[int]] | None = None) -> dict | None:
     """The slope of the average accuracy (a fraction) on the primary score (its own unit, a
     fraction for a score in points), through the arms that have both on two seeds or more (arm ->
     its seeds' values, the same seeds in the same order in both): `slope`, `low`, `high` (None:
-    unbounded), `arms`, `seeds` (per arm), `convertible` and `why` not. None with fewer than two
-    such arms."""
+    unbounded), `arms`, `seeds` (per arm), `convertible` and `why` not. `seeds`: arm -> its seed
+    numbers in the order of its values; where every arm has the same ones, the seeds' noise is the
+    arms x seeds residual's (a seed's shift the arms share is not noise of their spread). None with
+    fewer than two such arms."""
     arms = [a for a in primary if a in accuracy and len(primary[a]) == len(accuracy[a]) >= 2]
     if len(arms) < 2:
         return None
     cells = [np.array([primary[a], accuracy[a]], dtype=float) for a in arms]  # 2 x seeds
     n = np.array([c.shape[1] for c in cells], dtype=float)
     means = np.array([c.mean(axis=1) for c in cells])  # arms x 2
-    covariances = np.array([np.cov(c) for c in cells])  # arms x 2 x 2, over each arm's seeds
+    ids = [list(seeds[a]) for a in arms] if seeds and all(a in seeds for a in arms) else None
+    covariances, nu, paired = _seed_covariance(cells, ids)
     slope = float(_moment_slope(means[:, 0], means[:, 1], covariances[:, 0, 0] / n, covariances[:, 0, 1] / n))
     rng = np.random.default_rng(seed)
-    # the seed covariance pooled over the arms (the correction uses its mean anyway), on all their degrees of freedom
-    nu = float((n - 1).sum())
-    pooled = (covariances * (n - 1)[:, None, None]).sum(axis=0) / nu
+    pooled = covariances[0]
     values, vectors = np.linalg.eigh(pooled)
     root = vectors * np.sqrt(np.clip(values, 0, None))  # pooled = root root^T, also where it is singular
     # the true noise: the estimate's scale from its fiducial distribution (x nu / W), as the intervals take it
@@ -94,7 +126,8 @@ def accuracy_slope(primary: dict[str, list[float]], accuracy: dict[str, list[flo
                                                                 (1 - tail - undefined / 2) / (1 - undefined)))
     out = {"slope": None if math.isnan(slope) else slope, "low": low, "high": high, "arms": arms,
            "seeds": [int(v) for v in n], "method": "method-of-moments errors-in-variables slope through the arm means, "
-           "parametric bootstrap interval (evaluation/statistics/accuracy_slope.py)"}
+           "parametric bootstrap interval (evaluation/statistics/accuracy_slope.py)",
+           "seed_noise": "arms x seeds residual (shared seeds)" if paired else "each arm's own seeds"}
     return out | {"convertible": not _uncertain(out), "why": _uncertain(out)}
 
 

@@ -14,9 +14,9 @@ For every metric family and every score (a benchmark, a category, the average, a
   documents' part (mean over the pairs, evaluation/statistics/intervals.py) and the arm's seed
   variance over its seeds. The floor is that range's mean at the arms' mean noise. Its 95th
   percentile is a test: the signal over the standard error of the pair it is made of (the two
-  arms' own seed variances, as their interval has them) against that ratio's 95th percentile with
-  no difference and every arm as noisy as their mean, each arm's seed variance drawn on its own
-  degrees of freedom (Monte Carlo, fixed draws); `signal_floor_95` is that percentile times the
+  arms' own seed variances: a range of arm means, which pairs nothing) against that ratio's 95th
+  percentile with no difference and every arm as noisy as their mean, each arm's seed variance
+  drawn on its own degrees of freedom (Monte Carlo, fixed draws); `signal_floor_95` is that percentile times the
   pair's standard error. Studentised by the pair's own variances, it holds its 5% whether the arms
   are equally noisy or one is 3x noisier (bench/calibration.py: 3.5-6.5% of runs with no
   difference). Pure noise is not near 1: with 5 arms and 2 seeds and no difference anywhere, SNR
