@@ -13,6 +13,7 @@ from corpus.extractors.dripper import DripperArm
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.revision import REVISION_RECORD, pin_revision, pinned_labeler, recorded_commit
 from corpus.flow.run import run_corpus
+from corpus.sample import write_sample
 
 HUB_MODEL = "someone/labeler"
 
@@ -96,3 +97,41 @@ def test_the_driver_records_the_commit_before_it_submits_the_arm(tmp_path, sampl
     run_corpus(config, until="extract", executor="slurm")
     assert recorded_commit(config.arm_dir("d")) == {HUB_MODEL: "c0ffee1"} and hub.asked == 1
     assert list(config.arm_dir("d").rglob("executor.pik"))  # submitted after the record was written
+
+
+@pytest.mark.slow
+def test_several_arms_and_tasks_load_their_recorded_commits_and_a_rerun_asks_no_hub(tmp_path, monkeypatch):
+    """The flow's shape: two Dripper arms of two tasks each (workers: 2 asked; an in-process vLLM
+    engine runs one task at a time), one pinned by the config, one at the hub's main."""
+    from test_extract import FirstHalfMain
+
+    import corpus.extractors.dripper.labelers.revision as revision
+    import corpus.extractors.dripper.step as dripper_step
+
+    loaded = []  # (model, revision) of every labeler a task built
+
+    def probe(labeler):
+        loaded.append((labeler.model, labeler.revision))
+        return FirstHalfMain()
+
+    hub = FakeHub("c0ffee1")
+    monkeypatch.setattr(revision, "hub_commit", hub)
+    monkeypatch.setattr(dripper_step, "get_labeler", probe)
+    warcs = tmp_path / "warcs"
+    for name in ("a", "b"):  # a WARC a task, a few pages each
+        write_sample(warcs / name, 2, seed=1)
+    resources = {"tasks": 2, "workers": 2}
+    config = make_config(tmp_path / "out", warcs / "*" / "sample.warc.gz", {
+        "main": {"extractor": "dripper", "resources": resources, "labeler": {"kind": "vllm", "model": HUB_MODEL}},
+        "pinned": {"extractor": "dripper", "resources": resources,
+                   "labeler": {"kind": "vllm", "model": HUB_MODEL, "revision": "abc1234"}}})
+    run_corpus(config, until="extract")
+    assert sorted(loaded) == [(HUB_MODEL, "abc1234")] * 2 + [(HUB_MODEL, "c0ffee1")] * 2 and hub.asked == 1
+    assert recorded_commit(config.arm_dir("main")) == {HUB_MODEL: "c0ffee1"}
+    assert recorded_commit(config.arm_dir("pinned")) == {HUB_MODEL: "abc1234"}
+
+    hub.commit, loaded[:] = "beef002", []  # the hub's main moved on; task 1 of each arm runs again
+    for arm in ("main", "pinned"):
+        (config.arm_dir(arm) / "logs" / "completions" / "00001").unlink()
+    run_corpus(config, until="extract")
+    assert sorted(loaded) == [(HUB_MODEL, "abc1234"), (HUB_MODEL, "c0ffee1")] and hub.asked == 1
