@@ -135,3 +135,30 @@ def test_several_arms_and_tasks_load_their_recorded_commits_and_a_rerun_asks_no_
         (config.arm_dir(arm) / "logs" / "completions" / "00001").unlink()
     run_corpus(config, until="extract")
     assert sorted(loaded) == [(HUB_MODEL, "abc1234"), (HUB_MODEL, "c0ffee1")] and hub.asked == 1
+
+
+def test_the_arms_score_and_the_preflight_use_the_recorded_commit(tmp_path, sample_dir, monkeypatch):
+    """Outside the arm's tasks too: evaluation.extraction scores the weights that labeled the
+    arm's corpus, and the preflight checks (and runs) the commit the tasks will load."""
+    import huggingface_hub.constants
+
+    from bench import preflight
+    from evaluation.extraction.benchmark import resolve_arms
+
+    config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
+                         {"d": {"extractor": "dripper", "labeler": {"kind": "vllm", "model": HUB_MODEL}}})
+    assert resolve_arms(config, None)["d"].labeler.revision is None  # nothing recorded yet: the config's
+    recorded, newer = "c0ffee10" * 5, "beef0020" * 5  # 40 hex digits, as the hub's commits
+    pin_revision(config.arm_dir("d"), config.arms["d"].labeler, FakeHub(recorded))
+    assert resolve_arms(config, None)["d"].labeler.revision == recorded
+    assert preflight.labeler_under_test(config, tmp_path, cuda=True).revision == recorded
+
+    cache = tmp_path / "hf" / "models--someone--labeler"  # the node's cache: main moved on since the record
+    (cache / "snapshots" / recorded).mkdir(parents=True)
+    (cache / "snapshots" / recorded / "config.json").write_text("{}")
+    (cache / "refs").mkdir()
+    (cache / "refs" / "main").write_text(newer)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    assert preflight.model_available(HUB_MODEL, recorded)[0]
+    ok, detail = preflight.model_available(HUB_MODEL)
+    assert not ok and HUB_MODEL in detail

@@ -73,6 +73,15 @@ def pinned_labeler(labeler: LabelerConfig, arm_dir: Path | None) -> LabelerConfi
     return labeler.model_copy(update={"revision": recorded[labeler.model]})
 
 
+def recorded_labeler(labeler: LabelerConfig, arm_dir: Path) -> LabelerConfig:
+    """The labeler outside the arm's tasks (its extraction-quality score, the preflight): at the
+    commit `arm_dir` records for its hub model, the weights that labeled the arm's documents; the
+    config as it is where nothing is recorded yet or the config names its own commit."""
+    if not loads_from_hub(labeler) or labeler.revision or labeler.model not in (recorded := recorded_commit(arm_dir)):
+        return labeler
+    return labeler.model_copy(update={"revision": recorded[labeler.model]})
+
+
 def recorded_commit(arm_dir: Path) -> dict[str, str]:
     """{hub model: commit} as the arm's folder records it; {} where it records none."""
     path = Path(arm_dir) / REVISION_RECORD
