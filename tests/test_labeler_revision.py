@@ -162,3 +162,29 @@ def test_the_arms_score_and_the_preflight_use_the_recorded_commit(tmp_path, samp
     assert preflight.model_available(HUB_MODEL, recorded)[0]
     ok, detail = preflight.model_available(HUB_MODEL)
     assert not ok and HUB_MODEL in detail
+
+
+def test_a_run_refused_for_its_split_records_no_commit(tmp_path, monkeypatch):
+    """A refused run changes nothing: no commit recorded that a corrected config would then be held to."""
+    import corpus.extractors.dripper.labelers.revision as revision
+    from corpus.flow.execute import SplitChanged, record_splits
+    from corpus.flow.stages import corpus_stages
+    from corpus.read.inputs import resolve_inputs
+
+    hub = FakeHub("c0ffee1")
+    monkeypatch.setattr(revision, "hub_commit", hub)
+    for name in ("a", "b"):
+        write_sample(tmp_path / "warcs" / name, 2, seed=1)
+
+    def config(tasks: int):
+        return make_config(tmp_path / "out", tmp_path / "warcs" / "*" / "sample.warc.gz",
+                           {"d": {"extractor": "dripper", "resources": {"tasks": tasks},
+                                  "labeler": {"kind": "vllm", "model": HUB_MODEL}}})
+
+    earlier = config(2)  # an arm whose task 0 finished at two tasks, before its commit was recorded
+    record_splits(corpus_stages(earlier, *resolve_inputs(earlier), "extract", None))
+    (earlier.arm_dir("d") / "logs" / "completions").mkdir(parents=True)
+    (earlier.arm_dir("d") / "logs" / "completions" / "00000").touch()
+    with pytest.raises(SplitChanged):
+        run_corpus(config(1), until="extract")
+    assert recorded_commit(earlier.arm_dir("d")) == {} and hub.asked == 0
