@@ -76,6 +76,15 @@ def test_an_unreachable_hub_is_a_config_error_that_says_how_to_pin(tmp_path):
     assert not (tmp_path / REVISION_RECORD).exists()
 
 
+def test_an_unreachable_hub_endpoint_is_a_config_error_not_a_traceback(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens: refused
+    with pytest.raises(ConfigError, match="pin labeler.revision"):
+        pin_revision(tmp_path, vllm_labeler())
+    assert not (tmp_path / REVISION_RECORD).exists()
+
+
 def test_a_local_model_folder_needs_no_revision(tmp_path):
     folder = tmp_path / "model"
     folder.mkdir()

@@ -52,9 +52,12 @@ def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str],
     if labeler.revision:
         revision, source = labeler.revision, "labeler.revision"
     else:
+        import httpx2  # huggingface_hub's HTTP client
+
         try:
             revision, source = (resolve or hub_commit)(labeler.model), "the hub's main branch at first use"
-        except OSError as e:  # huggingface_hub's HTTP and offline errors are OSErrors
+        # huggingface_hub's HTTP-status and offline errors are OSErrors; an unreachable hub is httpx2's, not one
+        except (OSError, httpx2.TransportError) as e:
             raise ConfigError(f"labeler.model {labeler.model}: the hub's current commit could not be read ({e}); run "
                               "the driver where the hub is reachable, or pin labeler.revision to a commit") from e
     Path(arm_dir).mkdir(parents=True, exist_ok=True)
