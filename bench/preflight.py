@@ -73,7 +73,7 @@ def model_available(name_or_path: str, revision: str | None = None) -> tuple[boo
     from huggingface_hub import snapshot_download
 
     try:
-        cached = snapshot_download(name_or_path, revision=revision, local_files_only=True)  # nosec B615  # the local cache only
+        cached = snapshot_download(name_or_path, revision=revision, local_files_only=True)  # the local cache only
         return True, f"cached at {cached}"
     except Exception as e:  # not in the cache (or no such repo, or not that commit): the message says which
         return False, f"{name_or_path}" + (f" at {revision}" if revision else "") + f": {type(e).__name__}"

@@ -197,3 +197,20 @@ def test_a_run_refused_for_its_split_records_no_commit(tmp_path, monkeypatch):
     with pytest.raises(SplitChanged):
         run_corpus(config(1), until="extract")
     assert recorded_commit(earlier.arm_dir("d")) == {} and hub.asked == 0
+
+
+def test_the_tokenizer_that_builds_the_prompts_is_loaded_at_the_pinned_commit(monkeypatch):
+    """mineru-html's vLLM backend builds every prompt (chat template) and length check with a
+    tokenizer of its own, which it loads from the hub's main: it gets the pinned commit's instead."""
+    import transformers
+    from mineru_html.inference.vllm_backend import VLLMInferenceBackend
+
+    from corpus.extractors.dripper.labelers.llm import build_llm_labeler
+
+    loaded = []  # (model, revision) of every tokenizer loaded
+    monkeypatch.setattr(VLLMInferenceBackend, "setup_llm", lambda self: None)  # no engine: only the tokenizer is looked at
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda name, **options: loaded.append((name, options.get("revision"))) or object())
+    labeler = build_llm_labeler(vllm_labeler(revision="c0ffee1"))
+    labeler.backend.get_tokenizer()
+    assert loaded == [(HUB_MODEL, "c0ffee1")]
