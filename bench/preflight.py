@@ -46,6 +46,7 @@ from pathlib import Path
 
 from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from corpus.extractors import DripperArm
+from corpus.extractors.dripper.labelers.revision import recorded_labeler
 
 TINY_BATCH = {"global_batch_size": 4, "micro_batch_size": 2}
 # the resumed run's losses against the uninterrupted one's, the largest relative difference of a
@@ -64,16 +65,18 @@ def check(name: str, ok: bool, detail: str, fix: str = "") -> dict:
     return {"check": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
 
 
-def model_available(name_or_path: str) -> tuple[bool, str]:
-    """A local folder, or a hub id already in the Hugging Face cache."""
+def model_available(name_or_path: str, revision: str | None = None) -> tuple[bool, str]:
+    """A local folder, or a hub id already in the Hugging Face cache (at `revision`: the commit the
+    tasks load; None: the cached main)."""
     if Path(name_or_path).is_dir():
         return (Path(name_or_path) / "config.json").is_file(), f"folder {name_or_path}"
     from huggingface_hub import snapshot_download
 
     try:
-        return True, f"cached at {snapshot_download(name_or_path, local_files_only=True)}"  # nosec B615  # looks in the local cache only
-    except Exception as e:  # not in the cache (or no such repo): the message says which
-        return False, f"{name_or_path}: {type(e).__name__}"
+        cached = snapshot_download(name_or_path, revision=revision, local_files_only=True)  # the local cache only
+        return True, f"cached at {cached}"
+    except Exception as e:  # not in the cache (or no such repo, or not that commit): the message says which
+        return False, f"{name_or_path}" + (f" at {revision}" if revision else "") + f": {type(e).__name__}"
 
 
 def environment(config: ExperimentConfig) -> list[dict]:
@@ -92,9 +95,11 @@ def environment(config: ExperimentConfig) -> list[dict]:
         checks.append(check("vLLM", False, str(e), "make setup VLLM=gpu"))
     for name, arm in config.arms.items():
         if isinstance(arm, DripperArm) and arm.labeler.kind != "encoder":
-            ok, detail = model_available(arm.labeler.model)
+            labeler = recorded_labeler(arm.labeler, config.arm_dir(name))  # the commit the arm's tasks load
+            ok, detail = model_available(labeler.model, labeler.revision)
+            pin = f" --revision {labeler.revision}" if labeler.revision else ""
             checks.append(check(f"labeler model ({name})", ok, detail,
-                                f"huggingface-cli download {arm.labeler.model} (on a node with network)"))
+                                f"huggingface-cli download {labeler.model}{pin} (on a node with network)"))
             if getattr(arm.labeler, "drafted", False):
                 checks.append(draft_check(name, arm.labeler.draft_model))
     checks += reference_checks(config)
@@ -268,11 +273,12 @@ def _labeler_run(labeler_config, blocks: list) -> tuple[dict, list]:
 
 def labeler_under_test(config: ExperimentConfig, out: Path, cuda: bool):
     """The configured GPU labeler; on CPU a random model of the same architecture in vLLM."""
-    arm = next((a for a in config.arms.values() if isinstance(a, DripperArm) and a.labeler.kind == "vllm"), None)
+    name, arm = next(((n, a) for n, a in config.arms.items() if isinstance(a, DripperArm) and a.labeler.kind == "vllm"),
+                     (None, None))
     if arm is None:
         return None
     if cuda:
-        return arm.labeler
+        return recorded_labeler(arm.labeler, config.arm_dir(name))
     from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
     from corpus.extractors.dripper.random_model import build_random_model
 

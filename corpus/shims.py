@@ -218,6 +218,13 @@ def set_backend_engine(backend, engine) -> None:
     backend._llm = engine
 
 
+def set_backend_tokenizer(backend, tokenizer) -> None:
+    """Give mineru-html's vLLM backend the tokenizer it builds prompts and checks lengths with:
+    1.1.2's `get_tokenizer()` loads `model_path`'s at the hub's main (no revision) unless
+    `_tokenizer` is set, and the backend has no public setter."""
+    backend._tokenizer = tokenizer
+
+
 def shut_down_engine(labeler) -> None:
     """Stop the vLLM engine behind a mineru-html backend labeler (its engine-core process, and
     with it the GPU memory): mineru-html 1.1.2 keeps the engine in `backend._llm`, and vLLM 0.32's

@@ -63,4 +63,18 @@ def test_the_setup_installs_only_the_lock_and_the_project_without_dependencies()
     locked = [line for line in installs if "-r requirements/$(VLLM).lock" in line]
     assert len(locked) == 1 and "--require-hashes" in locked[0] and "--no-deps" in locked[0]
     for line in installs:  # anything else installed is pip itself, or the project with --no-deps
-        assert line in locked or '"pip>=' in line or '--no-deps -e ".[' in line, f"unlocked install: {line}"
+        assert line in locked or '"pip>=' in line or '--no-deps --no-build-isolation -e ".[' in line, \
+            f"unlocked install: {line}"
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_the_project_is_built_by_the_locks_build_backend(build):
+    """pip's build isolation would fetch the build backend (setuptools) unpinned and unhashed:
+    the project is built with the lock's, which must meet pyproject.toml's build-system range."""
+    assert '--no-deps --no-build-isolation -e ".[' in setup_recipe()
+    pins = {canonicalize_name(m[1]): m[2] for entry in lock_entries(build) if (m := PIN.match(entry[0]))}
+    for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]:
+        requirement = Requirement(line)
+        pinned = pins.get(canonicalize_name(requirement.name))
+        assert pinned is not None and requirement.specifier.contains(pinned), \
+            f"{build}.lock: the build backend {requirement} is not pinned ({pinned})"

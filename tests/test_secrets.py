@@ -4,6 +4,7 @@ canary in every credential leaves no canary byte in its output root, its console
 locally, and through the fake Slurm the corpus submission (its continuation job's config snapshot
 included), `slurm/pretrain.sh` and `slurm/evaluate.sh`, each run as its job runs it."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -36,7 +37,18 @@ def canary_environment(monkeypatch):
 
 
 def no_canary_under(root) -> list[str]:
-    return [str(p) for p in root.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    """The files under `root` that hold a canary byte, gzip files (the documents) read decompressed."""
+    def content(path: Path) -> bytes:
+        data = path.read_bytes()
+        return data + gzip.decompress(data) if path.suffix == ".gz" else data
+
+    return [str(p) for p in root.rglob("*") if p.is_file() and CANARY.encode() in content(p)]
+
+
+def test_the_byte_search_reads_the_documents_decompressed(tmp_path):
+    (tmp_path / "output").mkdir()
+    (tmp_path / "output" / "00000.jsonl.gz").write_bytes(gzip.compress(f'{{"text": "{CANARY}"}}'.encode()))
+    assert no_canary_under(tmp_path) == [str(tmp_path / "output" / "00000.jsonl.gz")]
 
 
 def endpoint(url: str, **extra) -> dict:

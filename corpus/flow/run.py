@@ -75,11 +75,11 @@ def drive_corpus(config: ExperimentConfig, until: str, arms: list[str] | None, e
     if executor == "slurm" or record_lines(config):
         check_nothing_queued(config)
     base, paths_file = resolve_inputs(config)
+    stages = corpus_stages(config, base, paths_file, until, arms)
+    check_splits(stages)  # before anything is forgotten: a refused run changes nothing
     for name in arms or config.extractor_arms:  # the hub model's commit, fixed before any task loads it
         if isinstance(arm := config.extractor_arms[name], DripperArm):
             pin_revision(config.arm_dir(name), arm.labeler)
-    stages = corpus_stages(config, base, paths_file, until, arms)
-    check_splits(stages)  # before anything is forgotten: a refused run changes nothing
     for file, tasks in files_to_read_again(config, base, retry_skipped).items():
         for arm, task in tasks:
             rerun_task(config.arm_dir(arm) / "logs", task)

@@ -17,8 +17,9 @@ from datatrove.data import Document
 
 from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
-from corpus.extractors import default_arm, standalone_kinds
+from corpus.extractors import DripperArm, default_arm, standalone_kinds
 from corpus.extractors.base import versions_text
+from corpus.extractors.dripper.labelers.revision import recorded_labeler
 from corpus.extractors.plain import plain_text
 from corpus.sample.annotated import LabelledPage
 from evaluation.extraction.metrics import rouge_n_f1, snippet_scores, token_f1
@@ -30,7 +31,9 @@ def resolve_arms(config: ExperimentConfig, names: list[str] | None) -> dict:
     extractors = {name: arm for name, arm in config.extractor_arms.items() if not arm.bound}
     arms = {}
     for name in names or list(extractors):
-        if name in extractors:
+        if isinstance(arm := extractors.get(name), DripperArm):  # scored with the weights that labeled its corpus
+            arms[name] = arm.model_copy(update={"labeler": recorded_labeler(arm.labeler, config.arm_dir(name))})
+        elif name in extractors:
             arms[name] = extractors[name]
         elif name in config.arms:
             raise SystemExit(f"--arms: {name!r} is a bound or a reference corpus, not an extractor: it has no pages to score")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from corpus.extractors.dripper.labelers.base import BlockLabeler, BlockPage, LabelerEngineError, PageLabels, labels_from_response
 from corpus.extractors.dripper.labelers.speculative import PROPOSER, DraftingEngine, draft_payload
-from corpus.shims import backend_engine, set_backend_engine
+from corpus.shims import backend_engine, set_backend_engine, set_backend_tokenizer
 
 if TYPE_CHECKING:
     from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig, VllmLabelerConfig
@@ -150,6 +150,10 @@ def build_llm_labeler(config: VllmLabelerConfig | EndpointLabelerConfig) -> Mine
         backend = create_vllm_backend(config.model, "compact", config.max_context_tokens, init_kwargs, gen_kwargs)
         backend.setup_llm()  # the engine is built with the full context ...
         set_backend_engine(backend, DraftingEngine(backend_engine(backend)))
+        from transformers import AutoTokenizer
+
+        # the prompts' chat template and the length check: the tokenizer of the commit the engine loads
+        set_backend_tokenizer(backend, AutoTokenizer.from_pretrained(config.model, revision=config.revision))
     else:
         # the backend's model path only serves its tokenizer (chat template, length check) here
         backend = create_vllm_backend(config.tokenizer or config.model, "compact", config.max_context_tokens, {}, gen_kwargs)

@@ -52,9 +52,12 @@ def pin_revision(arm_dir: Path, labeler: LabelerConfig, resolve: Callable[[str],
     if labeler.revision:
         revision, source = labeler.revision, "labeler.revision"
     else:
+        import httpx2  # huggingface_hub's HTTP client
+
         try:
             revision, source = (resolve or hub_commit)(labeler.model), "the hub's main branch at first use"
-        except OSError as e:  # huggingface_hub's HTTP and offline errors are OSErrors
+        # huggingface_hub's HTTP-status and offline errors are OSErrors; an unreachable hub is httpx2's, not one
+        except (OSError, httpx2.TransportError) as e:
             raise ConfigError(f"labeler.model {labeler.model}: the hub's current commit could not be read ({e}); run "
                               "the driver where the hub is reachable, or pin labeler.revision to a commit") from e
     Path(arm_dir).mkdir(parents=True, exist_ok=True)
@@ -70,6 +73,15 @@ def pinned_labeler(labeler: LabelerConfig, arm_dir: Path | None) -> LabelerConfi
     if not (recorded := recorded_commit(arm_dir)):
         raise ConfigError(f"{Path(arm_dir) / REVISION_RECORD} is missing: the driver (python -m corpus.flow, "
                           "slurm/extract.sh) records the labeler's commit before the arm's tasks start; run the arm through it")
+    return labeler.model_copy(update={"revision": recorded[labeler.model]})
+
+
+def recorded_labeler(labeler: LabelerConfig, arm_dir: Path) -> LabelerConfig:
+    """The labeler outside the arm's tasks (its extraction-quality score, the preflight): at the
+    commit `arm_dir` records for its hub model, the weights that labeled the arm's documents; the
+    config as it is where nothing is recorded yet or the config names its own commit."""
+    if not loads_from_hub(labeler) or labeler.revision or labeler.model not in (recorded := recorded_commit(arm_dir)):
+        return labeler
     return labeler.model_copy(update={"revision": recorded[labeler.model]})
 
 
