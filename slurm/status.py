@@ -714,6 +714,7 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
             failures += failed
     status = {"experiment": config.name, "config": config_path, "output_root": str(config.output_root),
               "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "slurm": queue is not None, "accounting": accounting is not None,
+              "cache": str(cached) if use_cache else None,
               "plan": str(plan_file) if plan else None, "rows": [asdict(r) for r in rows], "corpus_parts": corpus_parts,
               "failures": [asdict(f) for f in failures], "corpus_failures": corpus_failures, "training": training,
               "evaluation": evaluation}
@@ -763,7 +764,9 @@ def sections(status: dict) -> list[str]:
     if scaled := sum(r["estimated"] for r in status["rows"]):
         out.append(f"~ estimated: the stats of {scaled:,} of {sum(r['done'] for r in status['rows']):,} finished tasks "
                    f"are not read yet; their figures are scaled from {sum(r['sample'] for r in status['rows']):,} drawn at "
-                   f"random (at most {SAMPLE} a stage). Each call reads {SAMPLE} more a stage; --exact reads them all.")
+                   f"random (at most {SAMPLE} a stage). " + (f"Each call reads {SAMPLE} more a stage; " if status["cache"] else
+                                                             "With --no-cache each call reads the same sample; ")
+                   + "--exact reads them all.")
     if status["failures"]:
         out.append(f"failed ({len(status['failures'])}):")
         out += [f"  {f['stage']} task {f['task']}: {f['error']}\n    log: {f['log']}" for f in status["failures"]]

@@ -389,3 +389,15 @@ def test_the_eta_of_a_row_scaled_from_a_sample_is_marked(experiment, monkeypatch
     finish(a, 1, documents=6)
     text = status_module.plain_text(experiment_status(config, path, use_cache=False))
     assert re.search(r"^extract-a +2/3 .*documents_out ~(8|12) .* ~\d+m$", text, re.M)
+
+
+def test_with_no_cache_the_estimate_line_does_not_promise_more_read_each_call(experiment, monkeypatch, capsys):
+    path, config = experiment
+    monkeypatch.setattr(status_module, "SAMPLE", 1)
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=4)
+    finish(a, 1, documents=6)
+    assert main([path, "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "With --no-cache each call reads the same sample; --exact reads them all." in text
+    assert "Each call reads" not in text
