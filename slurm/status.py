@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -321,21 +321,6 @@ PLAN_STAGE = {"extract": "extraction", "postprocess": "post-processing", "read":
 FIGURES = ("records", "documents_in", "documents_out", "tokens")
 
 
-def as_ranges(ranks: Iterable[int]) -> list[list[int]]:
-    """Sorted ranks as [first, last] runs: a cache of 46,400 finished tasks is a few runs."""
-    out: list[list[int]] = []
-    for rank in sorted(ranks):
-        if out and out[-1][1] == rank - 1:
-            out[-1][1] = rank
-        else:
-            out.append([rank, rank])
-    return out
-
-
-def from_ranges(runs: list[list[int]]) -> set[int]:
-    return {rank for first, last in runs for rank in range(first, last + 1)}
-
-
 def mtime_ns(path: Path) -> int | None:
     try:
         return path.stat().st_mtime_ns
@@ -357,35 +342,23 @@ class Tally:
     lost: list[tuple[int, dict[str, int], float, Path]]  # rank, its figures and seconds, the missing file
 
 
-class StatsSum:
-    """FIGURES, seconds, ranks summed and ranks whose writers wrote documents, of tasks' stats."""
-
-    def __init__(self, ranks: set[int] | None = None, sums: dict | None = None, seconds: float = 0.0,
-                 wrote: set[int] | None = None):
-        self.ranks, self.wrote = ranks or set(), wrote or set()
-        self.sums, self.seconds = sums or dict.fromkeys(FIGURES, 0), seconds
-
-    def add(self, rank: int, steps: list[dict]) -> dict[str, int]:
-        made = figures(steps)
-        for k in FIGURES:
-            self.sums[k] += made.get(k, 0)
-        self.seconds += task_seconds(steps)
-        if made.get("documents_out"):
-            self.wrote.add(rank)
-        self.ranks.add(rank)
-        return made
-
-    def read(self, stats_folder: Path, ranks: Iterable[int]) -> None:
-        for rank, steps in task_stats(stats_folder, list(ranks)):
-            self.add(rank, steps)
+def task_figures(steps: list[dict]) -> list[float]:
+    """A task's FIGURES and seconds, as the cache keeps them."""
+    made = figures(steps)
+    return [made.get(k, 0) for k in FIGURES] + [task_seconds(steps)]
 
 
-def rerun_since(completions: Path, summed: set[int], listed: int) -> bool:
-    """Whether a task summed at the listing of `completions` that had mtime `listed` ran again
-    since: its marker removed and written anew, so newer than that listing (its stats replaced)."""
+def read_figures(stats_folder: Path, ranks: Iterable[int]) -> dict[int, list[float]]:
+    """The figures (task_figures) of each of `ranks` whose stats can be read."""
+    return {rank: task_figures(steps) for rank, steps in task_stats(stats_folder, sorted(ranks))}
+
+
+def ran_again(completions: Path, summed: Iterable[int], listed: int) -> set[int]:
+    """The tasks summed at the listing of `completions` that had mtime `listed` that ran again
+    since: their marker removed and written anew, so newer than that listing (their stats replaced)."""
     if mtime_ns(completions) == listed:  # no marker written or removed since
-        return False
-    return any((mtime_ns(completions / f"{rank:05d}") or listed + 1) > listed for rank in summed)
+        return set()
+    return {rank for rank in summed if (mtime_ns(completions / f"{rank:05d}") or listed + 1) > listed}
 
 
 def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[int]], cached: dict | None,
@@ -395,42 +368,47 @@ def tally(stage, markers: set[int], listed: int | None, outputs: dict[Path, set[
     ranks of the shards in each of the stage's shard writers' folders; `cached`: this entry of the
     last call.
 
-    The stats of tasks the cache summed are not read again (unless their output is missing); of
-    the others, all are read when `exact` or when they are at most SAMPLE, else a random SAMPLE of
-    them, and the rest is scaled from those. Whatever is read joins the cache, so a run watched
-    call after call ends exact. The cache is dropped when the stage began again whole (its SPLIT
-    record rewritten), or a task it summed lost its marker or ran again (a marker newer than the
-    last listing)."""
+    The cache keeps each read task's figures, so they are not read again; a task whose marker went
+    (its figures dropped) or that ran again (a marker newer than the last listing: its figures
+    dropped and its new stats read) costs the others nothing. Of the tasks not read, those whose
+    output is missing are read (few: each may be a lost output), the rest all when `exact` or when
+    they are at most SAMPLE, else a random SAMPLE of them, and the unread rest is scaled from
+    those. Whatever is read joins the cache, so a run watched call after call ends exact. The
+    cache is dropped when the stage began again whole (its SPLIT record rewritten)."""
     from corpus.stage import SPLIT
 
     key = mtime_ns(stage.logs / SPLIT)
     completions, stats = stage.logs / "completions", stage.logs / "stats"
-    known = StatsSum()
-    if cached and cached.get("key") == key and cached.get("listed") is not None:
-        summed = from_ranges(cached["ranks"])
-        if summed <= markers and not rerun_since(completions, summed, cached["listed"]):
-            known = StatsSum(summed, dict(cached["sums"]), cached["seconds"], from_ranges(cached["wrote"]))
+    known: dict[int, Sequence[float]] = {}  # the cache's are tuples, those read lists
+    again: set[int] = set()
+    if cached and cached.get("key") == key and cached.get("listed") is not None and "columns" in cached:
+        known = {rank: made for rank, made in zip(cached["ranks"], zip(*cached["columns"], strict=True), strict=True)
+                 if rank in markers}
+        again = ran_again(completions, known, cached["listed"])
+        for rank in again:
+            del known[rank]
     # a marker without its shard: lost if its stats say it wrote documents (few: read each)
-    missing = sorted(set().union(*(markers - present for present in outputs.values())))
-    lost = []
-    for rank, steps in task_stats(stats, missing):
-        made = figures(steps) if rank in known.ranks else known.add(rank, steps)
-        if rank in known.wrote:
-            gone = next(folder / f"{rank:05d}.jsonl.gz" for folder, present in outputs.items() if rank not in present)
-            lost.append((rank, made, task_seconds(steps), gone))
-    unread = sorted(markers - known.ranks)
-    drawn = unread if exact or len(unread) <= SAMPLE else random.Random(stage.label).sample(unread, SAMPLE)
-    before, seconds_before, n_before = dict(known.sums), known.seconds, len(known.ranks)
-    known.read(stats, drawn)
-    drawn_read = len(known.ranks) - n_before  # drawn tasks whose stats could be read
-    done, read = len(markers) - len(lost), len(known.ranks) - len(lost)
-    scale = (done - read) / drawn_read if drawn_read else 0.0  # tasks left unread per task drawn
-    sums = {k: known.sums[k] + scale * (known.sums[k] - before[k]) - sum(made.get(k, 0) for _, made, _, _ in lost)
-            for k in FIGURES}
-    seconds = known.seconds + scale * (known.seconds - seconds_before) - sum(s for _, _, s, _ in lost)
-    entry = {"key": key, "listed": listed, "ranks": as_ranges(known.ranks), "wrote": as_ranges(known.wrote),
-             "sums": known.sums, "seconds": known.seconds}
-    return entry, Tally(done, sums, seconds, read, drawn_read if read < done else 0, lost)
+    missing = set().union(*(markers - present for present in outputs.values()))
+    known |= read_figures(stats, (missing | again) - known.keys())
+    wrote = FIGURES.index("documents_out")
+    gone = {rank: next(folder / f"{rank:05d}.jsonl.gz" for folder, present in outputs.items() if rank not in present)
+            for rank in missing if rank in known and known[rank][wrote]}
+    unread = sorted(markers - known.keys())
+    drawn = read_figures(stats, unread if exact or len(unread) <= SAMPLE else
+                         random.Random(stage.label).sample(unread, SAMPLE))
+    known |= drawn
+    done, read = len(markers) - len(gone), len(known) - len(gone)
+    scale = (done - read) / len(drawn) if drawn else 0.0  # tasks left unread per task drawn
+    columns = [sum(column) for column in zip(*(made for rank, made in known.items() if rank not in gone),
+                                             strict=True)] or [0.0] * (len(FIGURES) + 1)
+    scaled = [sum(column) * scale for column in zip(*drawn.values(), strict=True)] or [0.0] * (len(FIGURES) + 1)
+    *sums, seconds = (a + b for a, b in zip(columns, scaled, strict=True))
+    lost = [(rank, dict(zip(FIGURES, known[rank][:-1], strict=True)), known[rank][-1], path)
+            for rank, path in sorted(gone.items())]
+    ranks = sorted(known)  # a column a figure: loads faster than a row a task at 557,664 tasks
+    entry = {"key": key, "listed": listed, "ranks": ranks,
+             "columns": [list(column) for column in zip(*(known[rank] for rank in ranks), strict=True)]}
+    return entry, Tally(done, dict(zip(FIGURES, sums, strict=True)), seconds, read, len(drawn) if read < done else 0, lost)
 
 
 def cache_file(config: ExperimentConfig) -> Path:
@@ -736,6 +714,7 @@ def experiment_status(config: ExperimentConfig, config_path: str, use_cache: boo
             failures += failed
     status = {"experiment": config.name, "config": config_path, "output_root": str(config.output_root),
               "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "slurm": queue is not None, "accounting": accounting is not None,
+              "cache": str(cached) if use_cache else None,
               "plan": str(plan_file) if plan else None, "rows": [asdict(r) for r in rows], "corpus_parts": corpus_parts,
               "failures": [asdict(f) for f in failures], "corpus_failures": corpus_failures, "training": training,
               "evaluation": evaluation}
@@ -765,8 +744,9 @@ def duration(seconds: float | None) -> str:
 
 
 def cells(row: dict, accounting: bool) -> list[str]:
-    """The row's table cells; `~` before a figure scaled from a sample (the hours too where they
-    are the finished tasks' own times, without sacct)."""
+    """The row's table cells; `~` before a figure scaled from a sample: the produced figures, the
+    ETA (the finished tasks' mean time), the hours where they are the finished tasks' own times
+    (without sacct)."""
     reasons = ", ".join(f"{n:,} {reason}" for reason, n in row["reasons"].items())
     done = row["done"] >= row["tasks"]
     about = "~" if row["estimated"] else ""
@@ -775,7 +755,7 @@ def cells(row: dict, accounting: bool) -> list[str]:
             f"{row['running']:,}" if row["running"] else "", f"{row['pending']:,}" + (f" ({reasons})" if reasons else "")
             if row["pending"] else "", ", ".join(f"{k} {about}{v:,}" for k, v in row["produced"].items()),
             timed + hours(row["cpu_hours"], row["planned_cpu_hours"]), timed + hours(row["gpu_hours"], row["planned_gpu_hours"]),
-            "done" if done else duration(row["eta_s"])]
+            "done" if done else about + duration(row["eta_s"])]
 
 
 def sections(status: dict) -> list[str]:
@@ -784,7 +764,9 @@ def sections(status: dict) -> list[str]:
     if scaled := sum(r["estimated"] for r in status["rows"]):
         out.append(f"~ estimated: the stats of {scaled:,} of {sum(r['done'] for r in status['rows']):,} finished tasks "
                    f"are not read yet; their figures are scaled from {sum(r['sample'] for r in status['rows']):,} drawn at "
-                   f"random (at most {SAMPLE} a stage). Each call reads {SAMPLE} more a stage; --exact reads them all.")
+                   f"random (at most {SAMPLE} a stage). " + (f"Each call reads {SAMPLE} more a stage; " if status["cache"] else
+                                                             "With --no-cache each call reads the same sample; ")
+                   + "--exact reads them all.")
     if status["failures"]:
         out.append(f"failed ({len(status['failures'])}):")
         out += [f"  {f['stage']} task {f['task']}: {f['error']}\n    log: {f['log']}" for f in status["failures"]]

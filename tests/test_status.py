@@ -8,6 +8,7 @@ left as it was."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -360,3 +361,43 @@ def test_past_the_sample_figures_are_scaled_and_marked_until_read_and_exact_read
     assert (extract_a["estimated"], extract_a["produced"]["documents_out"]) == (0, 10)
     assert main([path, "--exact", "--no-cache"]) == 0
     assert re.search(r"^extract-a +2/2 .* documents_out 10 ", capsys.readouterr().out, re.M)
+
+
+def test_past_the_sample_a_task_run_again_is_read_again_and_the_others_stay_read(experiment, monkeypatch):
+    path, config = experiment
+    monkeypatch.setattr(status_module, "SAMPLE", 1)
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=4)
+    finish(a, 1, documents=6)
+    experiment_status(config, path)
+    assert rows(experiment_status(config, path))["extract-a"]["estimated"] == 0  # both read, one a call
+    rerun_task(a.logs, 0)
+    finish(a, 0, documents=9, seconds=7.0)
+    extract_a = rows(experiment_status(config, path))["extract-a"]
+    assert (extract_a["estimated"], extract_a["produced"]["documents_out"]) == (0, 15)
+    assert extract_a["cpu_hours"] == pytest.approx((7.0 + 3.0) / 3600)
+
+
+def test_the_eta_of_a_row_scaled_from_a_sample_is_marked(experiment, monkeypatch, capsys):
+    path, config = experiment
+    spec = yaml.safe_load(Path(path).read_text())
+    spec["arms"]["a"]["resources"]["tasks"] = 3
+    config = ExperimentConfig.model_validate(spec)
+    monkeypatch.setattr(status_module, "SAMPLE", 1)
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=4)
+    finish(a, 1, documents=6)
+    text = status_module.plain_text(experiment_status(config, path, use_cache=False))
+    assert re.search(r"^extract-a +2/3 .*documents_out ~(8|12) .* ~\d+m$", text, re.M)
+
+
+def test_with_no_cache_the_estimate_line_does_not_promise_more_read_each_call(experiment, monkeypatch, capsys):
+    path, config = experiment
+    monkeypatch.setattr(status_module, "SAMPLE", 1)
+    a = flow_stages(config)[0]
+    finish(a, 0, documents=4)
+    finish(a, 1, documents=6)
+    assert main([path, "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "With --no-cache each call reads the same sample; --exact reads them all." in text
+    assert "Each call reads" not in text
