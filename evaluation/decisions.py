@@ -161,7 +161,7 @@ def statistics_notes(report: dict) -> list[str]:
                                  f"{fam['columns'][column]} ({bound})")
     if undecided:
         notes.append("Not decided at this many seeds: " + "; ".join(undecided) + ". Seeds make most of their noise, and "
-                     "each arm's seed variance rests on its seeds − 1 degrees of freedom, so the table can call such a "
+                     "a pair's seed noise rests on its paired seeds − 1 degrees of freedom, so the table can call such a "
                      "difference a result only beyond the bound given (`python -m evaluation.power CONFIG --from-run` "
                      "says how many seeds would resolve it).")
     return notes

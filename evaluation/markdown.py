@@ -182,9 +182,9 @@ def decision_markdown(report: dict) -> list[str]:
              "counted; `noise`: this run cannot tell it from zero; `not decided: one seed`: an arm of the pair has one "
              "seed and no seed variance is named for it, so the interval covers the test documents alone and is no "
              "test; ‡: an arm of the pair has one seed and the seeds' part is the variance named for it (the notes "
-             "say where it was measured or stated). Intervals: test documents and training seeds, the seed variance "
-             "each pair's own two arms' (never pooled over other arms), a generalized interval on their degrees of "
-             f"freedom (evaluation/statistics/intervals.py).{exploratory}", "",
+             "say where it was measured or stated). Intervals: test documents and training seeds, the seeds' part "
+             "from the pair's own paired seed differences (never pooled over other arms), a generalized interval on "
+             f"their degrees of freedom (evaluation/statistics/intervals.py).{exploratory}", "",
              "| arm | " + " | ".join(_decision_title(fams[f], f, c) for f, c in shown) + " |",
              "|---|" + "---|" * len(shown)]
     lines += [_decision_row(row, shown, fams) for row in report["decision"]]
