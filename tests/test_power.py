@@ -229,6 +229,7 @@ def test_a_ladder_gets_each_rungs_mdd_for_its_own_seeds_and_trained_arms(tmp_pat
         power.main([str(path), "--rung", "huge"])
 
 
+@pytest.mark.slow  # a calibration over many pilots (seconds each): with bench.calibration's tests, in make test
 def test_an_mdd_printed_from_a_run_holds_on_average_over_the_runs_it_could_come_from():
     """A pilot measures each arm's seed variance on one degree of freedom (2 arms x 2 seeds, pooled: 2).
     The printed MDD is calibrated over the pilots that estimate could come from, so over pilots (their
@@ -288,6 +289,7 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
     assert power.power_report(config)["primary"]["mdd"] is None  # p(gold) has no assumed document noise
 
 
+@pytest.mark.slow  # a calibration over many pilots (seconds each): with bench.calibration's tests, in make test
 def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_own_pair():
     """The primary decision's from-run MDD uses its own two arms' seed variances, each on one degree of
     freedom at 2 seeds, their sum on Welch's. Over pilots (each arm's estimate at evenly spaced quantiles
