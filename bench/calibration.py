@@ -387,16 +387,20 @@ def summarise(setting: Setting, records: list[dict], value_mdd: float | None) ->
     return out
 
 
+def map_jobs(work, jobs: list, workers: int) -> list:
+    """`work` over `jobs` in order, in `workers` forked processes (or this one): the same results either way."""
+    if workers == 1:
+        return [work(job) for job in jobs]
+    with mp.get_context("fork").Pool(workers) as pool:
+        return pool.map(work, jobs)
+
+
 def run(settings: tuple[Setting, ...], replicates: int, workers: int) -> list[dict]:
     mdds = {i: setting_mdd(s) if s.at_mdd else None for i, s in enumerate(settings)}
     chunk = max(1, replicates // (4 * workers))
     jobs = [(s, i, start, min(start + chunk, math.ceil(s.share * replicates)), -(mdds[i] or 0.0))
             for i, s in enumerate(settings) for start in range(0, math.ceil(s.share * replicates), chunk)]
-    if workers > 1:
-        with mp.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_work, jobs)
-    else:
-        done = [_work(job) for job in jobs]
+    done = map_jobs(_work, jobs, workers)
     out = []
     for i, s in enumerate(settings):
         records = [r for job, rs in zip(jobs, done, strict=True) if job[1] == i for r in rs]
@@ -464,11 +468,7 @@ def noisy_arm_coverage(setting: Setting, replicates: int, workers: int) -> dict:
     others'), with its Monte Carlo standard error: at least 0.95 when each pair's seeds' part is right."""
     chunk = max(1, replicates // (4 * workers))
     jobs = [(setting, start, min(start + chunk, replicates)) for start in range(0, replicates, chunk)]
-    if workers > 1:
-        with mp.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_noisy_arm_work, jobs)
-    else:
-        done = [_noisy_arm_work(job) for job in jobs]
+    done = map_jobs(_noisy_arm_work, jobs, workers)
     records = [r for rs in done for r in rs]
     rate, se = _clustered_rate([h for h, _ in records], [n for _, n in records])
     return {"setting": setting.name, "replicates": len(records), "noisy_arm_coverage": rate, "noisy_arm_coverage_se": se,
@@ -506,11 +506,7 @@ def slope_coverage(replicates: int, workers: int) -> list[dict]:
     Monte Carlo standard error), and how often the rule lets it convert an MDD."""
     jobs = [(*setting, start, min(start + 100, replicates)) for setting in SLOPE_SETTINGS
             for start in range(0, replicates, 100)]
-    if workers > 1:
-        with mp.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_slope_work, jobs)
-    else:
-        done = [_slope_work(job) for job in jobs]
+    done = map_jobs(_slope_work, jobs, workers)
     out = []
     for arms, seeds, shared in SLOPE_SETTINGS:
         records = [r for job, rs in zip(jobs, done, strict=True) if job[:3] == (arms, seeds, shared) for r in rs]
@@ -583,11 +579,7 @@ def printed_rows(replicates: int, workers: int) -> list[dict]:
     each pilot's printed MDD, averaged over the pilots."""
     chunk = max(1, replicates // (4 * workers))
     jobs = [range(start, min(start + chunk, replicates)) for start in range(0, replicates, chunk)]
-    if workers > 1:
-        with mp.get_context("fork").Pool(workers) as pool:
-            pilots = [p for done in pool.map(_printed_work, jobs) for p in done]
-    else:
-        pilots = [p for job in jobs for p in _printed_work(job)]
+    pilots = [p for done in map_jobs(_printed_work, jobs, workers) for p in done]
     seeds = PRINTED.seeds
     table_alpha = table_levels(FAMILIES, PRINTED.arms)["bpb", "columns", "average"][0]
 

@@ -115,17 +115,22 @@ def test_more_seeds_and_items_shrink_the_mdd_and_offline_items_are_used(tmp_path
     assert needed == 2 or simulated.power_at(0.1, simulated.decision_threshold(noise["average"], needed - 1, alpha)) < 0.8
 
 
-def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
-    monkeypatch.setattr(power_simulation, "DRAWS", 512)  # the hand computation runs the same simulation, same draws
+def hand_computed_run(tmp_path):
+    """Two arms x 2 seeds evaluated on every task, 4 documents: arm a's seed 2 is its seed 1 less 0.5 on
+    every document (a pure seed shift), arm b's seeds agree; no seed-by-document interaction anywhere."""
     raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline"})
     raw["pretrain"]["seeds"] = [1, 2]
     config = ExperimentConfig.model_validate(raw)
     suite = load_suite()
-    # every task, 4 documents: arm a's seed 2 is its seed 1 less 0.5 on every document (a pure seed
-    # shift), arm b's seeds agree; no seed-by-document interaction anywhere
     values = {("a", 1): [1, 0, 1, 0], ("a", 2): [0.5, -0.5, 0.5, -0.5], ("b", 1): [1, 1, 1, 0], ("b", 2): [1, 1, 1, 0]}
     for (arm, seed), v in values.items():
         write_eval_run(config, arm, seed, 5, {t: metric_samples(suite.benchmark_of(t).score, v) for t in suite.all_tasks()})
+    return raw, config
+
+
+def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
+    monkeypatch.setattr(power_simulation, "DRAWS", 512)  # the hand computation runs the same simulation, same draws
+    raw, config = hand_computed_run(tmp_path)
     accuracy = power_measured.run_power(config)["families"]["accuracy"]
     noise = accuracy["noise"]["MMLU"]
     # a document's variance: 1/3 in a's rows, 1/4 in b's: 7/24; paired differences, seed means [1/4, 5/4, 1/4, 1/4]:
@@ -137,7 +142,7 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
     # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; each arm's
     # seed variance 0.125 and 0, pooled: 0.0625 on 2 degrees of freedom (one an arm), not taken as the truth; the
     # decision table: one arm on the accuracy average (no other score has values)
-    weights = {t: w for t, w in power.families(suite, []).get("accuracy").task_weights("average").items()}
+    weights = {t: w for t, w in power.families(load_suite(), []).get("accuracy").task_weights("average").items()}
     terms = tuple((w ** 2 * 0.25 / 4, 0.0, 4) for w in weights.values())
     by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625), (2,))
     assert accuracy["mdd"]["average"] == pytest.approx(mdd(by_hand, 2, 0.05))
@@ -154,14 +159,7 @@ def test_noise_from_a_named_run_replaces_rho_phi_and_the_seed_sd_and_states_each
     import json
 
     monkeypatch.setattr(power_simulation, "DRAWS", 256)  # what is tested is which noise each line takes and names
-    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline"})
-    raw["pretrain"]["seeds"] = [1, 2]
-    config = ExperimentConfig.model_validate(raw)
-    suite = load_suite()
-    # the run of test_power_from_a_run_equals_a_hand_computation: rho 1 − 0.25 / (2 x 7/24), phi 0, seed SD 0.25
-    values = {("a", 1): [1, 0, 1, 0], ("a", 2): [0.5, -0.5, 0.5, -0.5], ("b", 1): [1, 1, 1, 0], ("b", 2): [1, 1, 1, 0]}
-    for (arm, seed), v in values.items():
-        write_eval_run(config, arm, seed, 5, {t: metric_samples(suite.benchmark_of(t).score, v) for t in suite.all_tasks()})
+    raw, config = hand_computed_run(tmp_path)  # rho 1 − 0.25 / (2 x 7/24), phi 0, seed SD 0.25
     path = tmp_path / "exp.json"
     path.write_text(json.dumps(raw))
     assert power.main([str(path), "--noise-from", str(path), "--json"]) == 0
