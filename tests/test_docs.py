@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -87,12 +86,57 @@ def test_every_entry_point_is_documented():
     assert not undocumented, f"entry points missing from docs/reference/commands.md or benchmarks.md: {undocumented}"
 
 
-def answers_help(module: str) -> str | None:
-    """None when `python -m MODULE --help` exits 0 naming itself as typed, with a line of what it does."""
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return f"{module}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}"
+def answer_helps(out_dir: str, modules: list[str]) -> None:
+    """`python -m MODULE --help` for each of `modules`, in a process of its own forked from this one
+    (stdout and stderr to `out_dir/MODULE.out|.err`, the exit status to `.rc`). This process first
+    imports every module once, then forgets the project's modules: each command imports the
+    project afresh as `python -m` does, and only the libraries under it (torch, transformers,
+    datatrove, lm-eval: most of a start) are imported once, not once a command."""
+    import importlib
+    import runpy
+    import traceback
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # a module that cannot be imported fails in its own process, with its traceback
+            pass
+    for name in [name for name in sys.modules if name.split(".")[0] in PACKAGES]:
+        del sys.modules[name]
+    for module in modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            for fd, suffix in ((1, "out"), (2, "err")):
+                os.dup2(os.open(f"{out_dir}/{module}.{suffix}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            code = 1
+            try:
+                sys.argv = [module, "--help"]
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                code = 0
+            except SystemExit as e:  # as the interpreter exits on it: None is 0, a message is printed, then 1
+                if e.code is None or isinstance(e.code, int):
+                    code = e.code or 0
+                else:
+                    print(e.code, file=sys.stderr)
+            except BaseException:  # the traceback `python -m` prints, and its exit status (1)
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        Path(out_dir, f"{module}.rc").write_text(str(os.waitstatus_to_exitcode(status)))
+
+
+def help_failure(out_dir: Path, module: str) -> str | None:
+    """None when MODULE's `--help` exited 0 naming itself as typed, with a line of what it does."""
+    code, out, err = (out_dir / f"{module}.rc").read_text(), (out_dir / f"{module}.out").read_text(), \
+        (out_dir / f"{module}.err").read_text()
+    lines = out.strip().splitlines()
+    if code != "0" or not lines:
+        return f"{module}: exit {code}: {(err or out).strip()[-300:]}"
     if not lines[0].startswith(f"usage: python -m {module}"):
         return f"{module}: usage line {lines[0]!r}"
     if len([line for line in lines if line.strip()]) < 3:
@@ -101,7 +145,12 @@ def answers_help(module: str) -> str | None:
 
 
 @pytest.mark.slow
-def test_every_documented_command_answers_help():
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        failures = [f for f in pool.map(answers_help, sorted(documented_modules() | entry_points())) if f]
+def test_every_documented_command_answers_help(tmp_path):
+    modules = sorted(documented_modules() | entry_points())
+    done = subprocess.run([sys.executable, "-c", "import sys; from test_docs import answer_helps; "
+                           "answer_helps(sys.argv[1], sys.argv[2:])", str(tmp_path), *modules],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env=os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    failures = [f for f in (help_failure(tmp_path, module) for module in modules) if f]
     assert not failures, "\n".join(failures)
