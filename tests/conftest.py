@@ -3,6 +3,7 @@ import json
 import os
 import re
 import stat
+import sys
 import threading
 import time
 import zlib
@@ -153,7 +154,9 @@ def install_fakes(bin_dir: Path, monkeypatch, **scripts: str) -> None:
     """Executable scripts (name: text) in `bin_dir`, first on PATH."""
     bin_dir.mkdir(exist_ok=True)
     for name, text in scripts.items():
-        (bin_dir / name).write_text(text)
+        # a fake runs on this interpreter, without site-packages: it needs only the standard library, and
+        # a `python3` on PATH may be a shim (pyenv's) that takes a quarter of a second to start, every call
+        (bin_dir / name).write_text(text.replace("#!/usr/bin/env python3\n", f"#!{sys.executable} -S\n", 1))
         (bin_dir / name).chmod(stat.S_IRWXU)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
 
