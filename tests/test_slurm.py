@@ -2,7 +2,10 @@
 started with the scripts in ../shared/slurm; skipped where those or root are missing.
 
 The whole corpus flow is submitted at once: extraction arrays, then the shared tokenizer,
-post-processing, tokenisation and the budget, each job waiting on the ones it needs."""
+post-processing, tokenisation and the budget, each job waiting on the ones it needs. Every job is a
+Python process of its own: the flow runs once for the module (scancelled in the middle, then
+submitted again to the end) and its tests read it; so does the training run that pretraining's and
+evaluation's tests share."""
 
 import os
 import subprocess
@@ -20,6 +23,8 @@ from corpus.tokens.budget import manifest_path
 
 REPO = Path(__file__).resolve().parents[1]
 SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
+# a job still to end: pending, running or on its way out (scontrol's JobState)
+NOT_ENDED = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED"}
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,13 +36,45 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def slurm_env():
     state = Path(f"/tmp/xs-slurm-{os.getpid()}")  # unix socket paths must stay short
-    env = {**os.environ, "FAKE_GPUS": "1", "CTLD_PORT": "7917", "SLURMD_PORT": "7918"}
+    # two fake GPUs: the evaluation's two array tasks run side by side, as the two CPUs allow
+    env = {**os.environ, "FAKE_GPUS": "2", "CTLD_PORT": "7917", "SLURMD_PORT": "7918"}
     start = subprocess.run(["bash", str(SLURM_SCRIPTS / "start-local-slurm.sh"), str(state)], env=env,
                            capture_output=True, text=True, timeout=300)
     if start.returncode != 0:
         pytest.skip(f"could not start a local Slurm: {start.stderr[-500:]}")
     yield {**os.environ, "SLURM_CONF": str(state / "slurm.conf")}
     subprocess.run(["bash", str(SLURM_SCRIPTS / "stop-local-slurm.sh"), str(state)], capture_output=True, timeout=120)
+
+
+def wait_until(done, seconds: float, what: str) -> None:
+    """Poll `done()` every half second: Slurm shows a job's end at once, and the tests wait on many."""
+    deadline = time.time() + seconds
+    while not done():
+        if time.time() > deadline:
+            raise AssertionError(f"not within {seconds} s: {what}")
+        time.sleep(0.5)
+
+
+def squeue(env) -> list[str]:
+    out = subprocess.run(["squeue", "--noheader", "--format=%i %j %T"], env=env, check=True, capture_output=True, text=True)
+    return out.stdout.split("\n")[:-1]
+
+
+def job_state(job: str, env) -> dict[str, str]:
+    out = subprocess.run(["scontrol", "show", "job", "--oneliner", job], env=env, check=True, capture_output=True, text=True)
+    return dict(field.split("=", 1) for field in out.stdout.split() if "=" in field)
+
+
+def sbatch_and_wait(script: str, args: list[str], logs: Path, env) -> str:
+    """`sbatch SCRIPT ARGS` and wait for the job to end, as `sbatch --wait` does but without its
+    sleeps (2 s, then 8, then 32 between looks); fails unless it completed with exit 0."""
+    done = subprocess.run(["sbatch", "--parsable", f"--output={logs}/launcher-%j.out", script, *args], cwd=REPO, env=env,
+                          check=True, capture_output=True, text=True, timeout=60)
+    job = done.stdout.strip().split(";")[0]
+    wait_until(lambda: job_state(job, env)["JobState"] not in NOT_ENDED, 300, f"job {job} ({script}) ended")
+    state = job_state(job, env)
+    assert (state["JobState"], state["ExitCode"]) == ("COMPLETED", "0:0"), (state, (logs / f"launcher-{job}.out").read_text())
+    return job
 
 
 def one_node_sections(resources: dict) -> dict:
@@ -50,127 +87,85 @@ def one_node_sections(resources: dict) -> dict:
             "dataset": {"tokens_per_arm": 2000, "resources": node}}
 
 
-def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(tmp_path, sample_dir, slurm_env):
-    config_path = tmp_path / "exp.yaml"
-    resources = {"tasks": 1, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00"}
-    config_path.write_text(yaml.safe_dump({
-        "name": "slurm-test", "output_root": str(tmp_path / "out"),
-        "inputs": {"warc": [str(sample_dir / "sample.warc.gz")]},
-        "executor": {"env_command": f"source {sys.prefix}/bin/activate"},
-        "arms": {
-            "cpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "cpu"}},
-            "gpu_arm": {"extractor": "trafilatura", "resources": {**resources, "partition": "gpu", "gpus_per_task": 1}},
-        },
-        **one_node_sections(resources),
-    }))
-    config = load_experiment(config_path)
-
-    def submit_and_wait():
-        subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
-                       cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
-        deadline = time.time() + 400
-        while time.time() < deadline:
-            if manifest_path(config).is_file() and not squeue(slurm_env):  # the budget's job may still be ending
-                return [summarize_arm(config, arm) for arm in config.arms]
-            time.sleep(2)
-        raise AssertionError(f"the budget stage did not finish; logs in {tmp_path}")
-
-    summaries = submit_and_wait()
-    assert all(s["balanced"] and s["records"] == summaries[0]["records"] for s in summaries)
-    assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
-    stats = [config.arm_dir("cpu_arm") / "logs" / "stats" / "00000.json",
-             config.output_root / "logs" / "budget" / "stats" / "00000.json"]
-    first = [s.stat().st_mtime_ns for s in stats]
-    submit_and_wait()  # a re-run finds every task complete and runs nothing
-    assert [s.stat().st_mtime_ns for s in stats] == first
-
-
-def squeue(env) -> list[str]:
-    out = subprocess.run(["squeue", "--noheader", "--format=%i %j %T"], env=env, check=True, capture_output=True, text=True)
-    return out.stdout.split("\n")[:-1]
-
-
-def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupted_outputs(tmp_path, slurm_env):
-    """scancel every job while the extraction arrays run (tasks killed mid-way, later stages never
-    start), re-submit: the outputs are byte-identical to an uninterrupted run's, ledgers balance."""
-    from conftest import output_hashes
+@pytest.fixture(scope="module")
+def interrupted_flow(tmp_path_factory, slurm_env) -> dict:
+    """The corpus flow of two arms (one on the cpu partition, one on the gpu partition with a GPU a
+    task) over two WARC files: submitted with sbatch, every job scancelled while the extraction arrays
+    run (tasks killed mid-way, later stages never started), submitted again and run to the end; beside
+    it, the same config run here uninterrupted."""
     from corpus.flow.run import run_corpus
     from corpus.sample import write_sample
 
+    tmp_path = tmp_path_factory.mktemp("flow")
     for seed in (1, 2):
         write_sample(tmp_path / "warc" / str(seed), 40, seed=seed)
-    resources = {"tasks": 2, "workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00", "partition": "cpu"}
+    node = {"workers": 1, "mem_per_cpu_gb": 1, "time": "00:10:00"}
+    # two extraction tasks (a file each): the scancel finds one at work and one still to start. The
+    # later stages never start before the scancel, so one task each holds their part of the property
     raw = {"name": "scancel-test", "output_root": str(tmp_path / "out"),
            "inputs": {"warc": [str(tmp_path / "warc" / "*" / "sample.warc.gz")]},
            "executor": {"env_command": f"source {sys.prefix}/bin/activate"},
-           "arms": {"trafilatura": {"extractor": "trafilatura", "resources": resources},
-                    "justext": {"extractor": "justext", "resources": resources}},
-           **one_node_sections(resources)}
+           "arms": {"trafilatura": {"extractor": "trafilatura", "resources": {**node, "tasks": 2, "partition": "cpu"}},
+                    "justext": {"extractor": "justext",
+                                "resources": {**node, "tasks": 2, "partition": "gpu", "gpus_per_task": 1}}},
+           **one_node_sections({**node, "tasks": 1, "partition": "cpu"})}
     config_path = tmp_path / "exp.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_experiment(config_path)
     reference = load_experiment(config_path).model_copy(update={"output_root": tmp_path / "uninterrupted"})
     run_corpus(reference)
 
-    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
-                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
-    deadline = time.time() + 120
-    while time.time() < deadline and not any("extract" in job and "RUNNING" in job for job in squeue(slurm_env)):
-        time.sleep(0.2)
+    sbatch_and_wait("slurm/extract.sh", [str(config_path)], tmp_path, slurm_env)
+    wait_until(lambda: any("extract" in job and "RUNNING" in job for job in squeue(slurm_env)), 120,
+               "an extraction task runs")
     subprocess.run(["scancel", "--user", "root"], env=slurm_env, check=True)
-    while squeue(slurm_env):
-        time.sleep(1)
-    assert not manifest_path(config).is_file(), "the scancel came after the whole flow"
+    wait_until(lambda: not squeue(slurm_env), 120, "every job cancelled")
+    finished_before_scancel = manifest_path(config).is_file()
 
-    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/extract.sh", str(config_path)],
-                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
-    deadline = time.time() + 400
-    while time.time() < deadline and not manifest_path(config).is_file():
-        time.sleep(2)
-    while squeue(slurm_env):  # the budget's job may still be writing its completion marker
-        time.sleep(1)
+    sbatch_and_wait("slurm/extract.sh", [str(config_path)], tmp_path, slurm_env)
+    # the budget's job may still be writing its completion marker when the manifest is there
+    wait_until(lambda: manifest_path(config).is_file() and not squeue(slurm_env), 400,
+               f"the budget stage finished; logs in {tmp_path}")
+    return {"config": config, "config_path": config_path, "reference": reference, "logs": tmp_path,
+            "finished_before_scancel": finished_before_scancel}
+
+
+def test_scancel_in_the_middle_of_the_arrays_then_resubmit_gives_the_uninterrupted_outputs(interrupted_flow):
+    """scancel every job while the extraction arrays run, re-submit: the outputs are byte-identical
+    to an uninterrupted run's, ledgers balance."""
+    from conftest import output_hashes
+
+    config, reference = interrupted_flow["config"], interrupted_flow["reference"]
+    assert not interrupted_flow["finished_before_scancel"], "the scancel came after the whole flow"
     expected = {f: h for f, h in output_hashes(reference.output_root).items()
                 if not f.endswith("summary.json")}  # written by a local run only (python -m corpus.accounting.summary on Slurm)
     assert output_hashes(config.output_root) == expected
     assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
 
 
-def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(tmp_path, slurm_env):
-    """The launcher submits one job per (arm, seed); the job runs srun -> torchrun -> the loop
-    (here on the node's CPU: the fake GPU of the test cluster is a gres, not a device)."""
+def test_sbatch_extract_runs_every_stage_as_dependent_jobs_and_resumes(interrupted_flow, slurm_env):
+    """Every stage ran as a job array after the ones it needs (an arm on each partition); every
+    record is accounted for; a re-run finds every task complete and runs nothing."""
+    config = interrupted_flow["config"]
+    summaries = [summarize_arm(config, arm) for arm in config.arms]
+    assert all(s["balanced"] and s["records"] == summaries[0]["records"] for s in summaries)
+    assert all(arm_ledger(config, arm)["balanced"] for arm in config.arms)
+    stats = [config.arm_dir("trafilatura") / "logs" / "stats" / "00000.json",
+             config.output_root / "logs" / "budget" / "stats" / "00000.json"]
+    first = [s.stat().st_mtime_ns for s in stats]
+    sbatch_and_wait("slurm/extract.sh", [str(interrupted_flow["config_path"])], interrupted_flow["logs"], slurm_env)
+    assert not squeue(slurm_env), "the re-run submitted jobs"
+    assert [s.stat().st_mtime_ns for s in stats] == first
+
+
+@pytest.fixture(scope="module")
+def trained_on_slurm(tmp_path_factory, slurm_env) -> dict:
+    """`sbatch slurm/pretrain.sh CONFIG a 1`: the launcher submits the training job, which runs srun ->
+    torchrun -> the loop (here on the node's CPU: a fake GPU of the test cluster is a gres, not a
+    device) and exports a checkpoint every 4 steps and at the last."""
     from conftest import build_pretrain_corpus, pretrain_experiment
 
-
-    build_pretrain_corpus(tmp_path / "out")
-    raw = pretrain_experiment(tmp_path / "out", executor={"env_command": f"source {sys.prefix}/bin/activate"})
-    raw["pretrain"]["slurm"] = {"nodes": 1, "gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 1, "mem_gb": 2,
-                                "time": "00:10:00"}
-    config_path = tmp_path / "exp.yaml"
-    config_path.write_text(yaml.safe_dump(raw))
-    config = load_experiment(config_path)
-    steps, _ = config.training_steps()
-
-    def submit():
-        return subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/pretrain.sh",
-                               str(config_path), "a", "1"], cwd=REPO, env=slurm_env, check=True, capture_output=True,
-                              timeout=300)
-
-    submit()
-    log = config.run_dir("a", 1) / "log.jsonl"
-    deadline = time.time() + 300
-    while time.time() < deadline and not (config.run_dir("a", 1) / "hf" / f"step_{steps:07d}" / "xsuite.json").is_file():
-        time.sleep(2)
-    assert len(log.read_text().splitlines()) == steps, list(config.run_dir("a", 1).glob("slurm-*.out"))
-    submit()
-    launcher = sorted(tmp_path.glob("launcher-*.out"))[-1].read_text()
-    assert "a model seed 1: finished already" in launcher
-
-
-def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env):
-    from conftest import build_pretrain_corpus, pretrain_experiment
-    from evaluation.evaluate import pending
-    from pretrain.train import train
-
+    tmp_path = tmp_path_factory.mktemp("pretrain")
     build_pretrain_corpus(tmp_path / "out")
     raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 4},
                               executor={"env_command": f"source {sys.prefix}/bin/activate"},
@@ -178,15 +173,35 @@ def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(tmp_path, slurm_env)
                                           "slurm": {"partition": "gpu", "gpus": 1, "cpus_per_task": 1, "mem_gb": 2,
                                                     "time": "00:10:00"}})
     raw["pretrain"]["model"] = {**raw["pretrain"]["model"], "seq_length": 128}
+    raw["pretrain"]["slurm"] = {"nodes": 1, "gpus_per_node": 1, "partition": "gpu", "cpus_per_task": 1, "mem_gb": 2,
+                                "time": "00:10:00"}
     config_path = tmp_path / "exp.yaml"
     config_path.write_text(yaml.safe_dump(raw))
     config = load_experiment(config_path)
-    train(config, "a", seed=1)
+    steps, _ = config.training_steps()
+    sbatch_and_wait("slurm/pretrain.sh", [str(config_path), "a", "1"], tmp_path, slurm_env)
+    last_export = config.run_dir("a", 1) / "hf" / f"step_{steps:07d}" / "xsuite.json"
+    wait_until(lambda: last_export.is_file() and not squeue(slurm_env), 300,
+               f"the training job ended: {sorted(config.run_dir('a', 1).glob('slurm-*.out'))}")
+    return {"config": config, "config_path": config_path, "steps": steps, "logs": tmp_path}
+
+
+def test_sbatch_pretrain_trains_on_a_gpu_node_and_skips_finished_runs(trained_on_slurm, slurm_env):
+    config, steps = trained_on_slurm["config"], trained_on_slurm["steps"]
+    log = config.run_dir("a", 1) / "log.jsonl"
+    assert len(log.read_text().splitlines()) == steps, list(config.run_dir("a", 1).glob("slurm-*.out"))
+    logs = trained_on_slurm["logs"]
+    job = sbatch_and_wait("slurm/pretrain.sh", [str(trained_on_slurm["config_path"]), "a", "1"], logs, slurm_env)
+    assert "a model seed 1: finished already" in (logs / f"launcher-{job}.out").read_text()
+
+
+def test_sbatch_evaluate_runs_one_array_task_per_checkpoint(trained_on_slurm, slurm_env):
+    from evaluation.evaluate import pending
+
+    config = trained_on_slurm["config"]
     todo = pending(config)
     assert len(todo) >= 2  # every checkpoint_every steps, and the last
-    subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/launcher-%j.out", "slurm/evaluate.sh", str(config_path)],
-                   cwd=REPO, env=slurm_env, check=True, capture_output=True, timeout=300)
-    deadline = time.time() + 400
-    while time.time() < deadline and pending(config):
-        time.sleep(3)
-    assert pending(config) == [], sorted((config.output_root / "eval" / "slurm").glob("*.out"))
+    sbatch_and_wait("slurm/evaluate.sh", [str(trained_on_slurm["config_path"])], trained_on_slurm["logs"], slurm_env)
+    # and every task ended: one may still be writing its samples when the last results.json is there
+    wait_until(lambda: not pending(config) and not squeue(slurm_env), 400, f"every checkpoint evaluated: "
+               f"{sorted((config.output_root / 'eval' / 'slurm').glob('*.out'))}")
