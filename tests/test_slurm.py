@@ -46,13 +46,13 @@ def slurm_env():
     subprocess.run(["bash", str(SLURM_SCRIPTS / "stop-local-slurm.sh"), str(state)], capture_output=True, timeout=120)
 
 
-def wait_until(done, seconds: float, what: str) -> None:
-    """Poll `done()` every half second: Slurm shows a job's end at once, and the tests wait on many."""
+def wait_until(done, seconds: float, what: str, every: float = 0.5) -> None:
+    """Poll `done()` every `every` seconds: Slurm shows a job's end at once, and the tests wait on many."""
     deadline = time.time() + seconds
     while not done():
         if time.time() > deadline:
             raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.5)
+        time.sleep(every)
 
 
 def squeue(env) -> list[str]:
@@ -91,8 +91,8 @@ def one_node_sections(resources: dict) -> dict:
 def interrupted_flow(tmp_path_factory, slurm_env) -> dict:
     """The corpus flow of two arms (one on the cpu partition, one on the gpu partition with a GPU a
     task) over two WARC files: submitted with sbatch, every job scancelled while the extraction arrays
-    run (tasks killed mid-way, later stages never started), submitted again and run to the end; beside
-    it, the same config run here uninterrupted."""
+    run (a task killed mid-way, later stages never started), submitted again and run to the end;
+    beside it, the same config run here uninterrupted."""
     from corpus.flow.run import run_corpus
     from corpus.sample import write_sample
 
@@ -116,8 +116,10 @@ def interrupted_flow(tmp_path_factory, slurm_env) -> dict:
     run_corpus(reference)
 
     sbatch_and_wait("slurm/extract.sh", [str(config_path)], tmp_path, slurm_env)
-    wait_until(lambda: any("extract" in job and "RUNNING" in job for job in squeue(slurm_env)), 120,
-               "an extraction task runs")
+    # the moment an extraction task has begun writing its documents: it dies with its output half written
+    outputs = [config.arm_dir(arm) / "output" for arm in config.arms]
+    wait_until(lambda: any(any(folder.glob("*")) for folder in outputs if folder.is_dir()), 120,
+               "an extraction task writes its documents", every=0.1)
     subprocess.run(["scancel", "--user", "root"], env=slurm_env, check=True)
     wait_until(lambda: not squeue(slurm_env), 120, "every job cancelled")
     finished_before_scancel = manifest_path(config).is_file()
