@@ -24,8 +24,10 @@ pytestmark = pytest.mark.slow
 
 def test_a_two_rung_ladder_trains_evaluates_and_reports_through_the_slurm_scripts(tmp_path, capsys):
     build_pretrain_corpus(tmp_path / "out")
-    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 1000},
+    # one torch thread each: a tiny model gains nothing from a second, and the suite runs a test on each core
+    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 1000, "cpu_threads": 1},
                               evaluation={"tasks": "offline", "offline_items": 6, "batch_size": 8, "max_gen_toks": 8,
+                                          "cpu_threads": 1,
                                           "clean_text": {"sets": [{"name": "web", "generated": {"pages": 5, "seed": 11}}]}})
     small = {**raw["pretrain"].pop("model"), "seq_length": 128}  # room for the longest answers
     raw["pretrain"]["ladder"] = [

@@ -169,9 +169,11 @@ def trained_on_slurm(tmp_path_factory, slurm_env) -> dict:
 
     tmp_path = tmp_path_factory.mktemp("pretrain")
     build_pretrain_corpus(tmp_path / "out")
-    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 4},
+    # one torch thread a job: a tiny model gains nothing from a second, and the node has two cores
+    raw = pretrain_experiment(tmp_path / "out", training={"checkpoint_every": 4, "cpu_threads": 1},
                               executor={"env_command": f"source {sys.prefix}/bin/activate"},
                               evaluation={"tasks": "offline", "offline_items": 4, "batch_size": 8, "max_gen_toks": 4,
+                                          "cpu_threads": 1,
                                           "slurm": {"partition": "gpu", "gpus": 1, "cpus_per_task": 1, "mem_gb": 2,
                                                     "time": "00:10:00"}})
     raw["pretrain"]["model"] = {**raw["pretrain"]["model"], "seq_length": 128}
