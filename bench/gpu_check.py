@@ -123,6 +123,9 @@ def main(argv: list[str] | None = None) -> None:
     from configs.provenance import git_commit
     from pretrain.platform import spec_peak_flops
 
+    versions = software_versions()  # the log's first line, from this interpreter (a second one costs seconds of imports)
+    print(f"torch {versions['torch']}, transformers {versions['transformers']}, megatron-core {versions['megatron-core']}",
+          flush=True)
     commit = args.commit or git_commit()
     record_dir = args.record_dir or (MEASURED if torch.cuda.is_available() else None)
     if record_dir and commit == "unknown":

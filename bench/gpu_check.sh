@@ -13,5 +13,4 @@ cd "${SLURM_SUBMIT_DIR:-$(dirname "$0")/..}"
 if [ -f .venv/bin/activate ]; then source .venv/bin/activate; fi
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-"${PYTHON:-python3}" -c "import torch, transformers, megatron.core as m; print(f\"torch {torch.__version__}, transformers {transformers.__version__}, megatron-core {m.__version__}\")"
 exec "${PYTHON:-python3}" -m bench.gpu_check "$@"
