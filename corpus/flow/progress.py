@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import multiprocess
 from datatrove.executor import LocalPipelineExecutor
 
 from slurm.console import redirected
@@ -46,6 +47,10 @@ class ConsoleExecutor(LocalPipelineExecutor):
     def __init__(self, *args, log: Path, tap_folder: Path | None, **kwargs):
         super().__init__(*args, **kwargs)
         self.log, self.tap_folder = log, tap_folder
+        # the workers of every stage fork from one server (datatrove's forkserver start method) that
+        # imported the flow's steps once, set before its first pool starts it: each worker would
+        # otherwise import datatrove and the corpus steps anew (seconds of CPU a worker, a stage)
+        multiprocess.set_forkserver_preload(["__main__", "corpus.flow.stages"])
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         if self.tap_folder is not None and not isinstance(self.pipeline[1], DocumentTap):
