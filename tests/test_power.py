@@ -380,3 +380,35 @@ def test_the_plan_prints_the_primary_mdd_in_accuracy_points_with_the_slope_and_i
     assert lines[0].endswith("alone at 0.05): 0.020")
     assert lines[1].startswith(f"    {100 * convert_mdd(0.02, slope)['value']:.2f} accuracy points [")
     assert lines[1].endswith(", measured on demo, rung small (a0, a1 on seeds [1, 2, 3])")
+
+
+def test_the_seeds_part_of_a_measured_mdd_is_the_decisions_paired_seed_differences():
+    """Seed s of every arm shares a shift 10x the arms' own: each arm's own seed variance is mostly that
+    shift, which the paired differences the decision tests cancel. The pair's MDD is priced on var_s(d_s)
+    on S − 1 degrees of freedom, the any-pair MDD on the arms x seeds residual on (K − 1)(S − 1)."""
+    rng = np.random.default_rng(5)
+    shared = rng.normal(0, 0.1, 4)
+    scores = {arm: shared + rng.normal(0, 0.01, 4) for arm in ("a", "b", "c")}
+    variance, df = power_measured.paired_seed_variance({arm: scores[arm] for arm in ("a", "b")})
+    assert variance == pytest.approx(np.var(scores["b"] - scores["a"], ddof=1)) and df == 3
+    # the pool: a shift common to every arm, or to every seed, changes nothing
+    moved = {arm: x + 5.0 * np.arange(4) + k for k, (arm, x) in enumerate(scores.items())}
+    assert power_measured.paired_seed_variance(moved) == pytest.approx(power_measured.paired_seed_variance(scores))
+    key = ("columns", "average")
+    family = power_measured.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}},
+                                           {key: scores}, 4)
+    pair, pooled = family.noise(key, ("b", "a")), family.noise(key)
+    assert sum(pair.seed) == pytest.approx(variance) and pair.seed_df == 3
+    assert pooled.seed_df == 6 and sum(pooled.seed) < 0.01 < sum(family.arm_seed[key].values())
+
+
+def test_the_calibrated_mdd_interpolates_the_mdd_and_matches_a_finer_grid(monkeypatch):
+    """calibrated_mdd prices the MDD at multiples of the estimate a decade apart and interpolates log MDD
+    between them: a grid three times finer moves the printed MDD by well under 1%."""
+    noise = ScoreNoise(1e-6, 0.0, ((1e-6, 0.0, 1000),), (1e-4, 1e-4), 1.0)
+    coarse = power_simulation.calibrated_mdd(noise, 2, 0.05, draws=256)
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-3, 1e3, 19))
+    assert power_simulation.calibrated_mdd(noise, 2, 0.05, draws=256) == pytest.approx(coarse, rel=0.005)
+    # above the known-noise MDD at the estimate: at one degree of freedom the estimate's spread is that wide
+    known = power_simulation.known_mdd(power_simulation.decision_threshold(ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed), 2, 0.05, 256))
+    assert coarse > 1.5 * known
