@@ -410,5 +410,6 @@ def test_the_calibrated_mdd_interpolates_the_mdd_and_matches_a_finer_grid(monkey
     monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-3, 1e3, 19))
     assert power_simulation.calibrated_mdd(noise, 2, 0.05, draws=256) == pytest.approx(coarse, rel=0.005)
     # above the known-noise MDD at the estimate: at one degree of freedom the estimate's spread is that wide
-    known = power_simulation.known_mdd(power_simulation.decision_threshold(ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed), 2, 0.05, 256))
+    as_known = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
+    known = power_simulation.known_mdd(power_simulation.decision_threshold(as_known, 2, 0.05, 256))
     assert coarse > 1.5 * known
