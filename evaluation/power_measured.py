@@ -13,7 +13,7 @@ from scipy import special
 
 from configs.experiment import ExperimentConfig
 from evaluation.metrics import Family, families
-from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, seeds_needed, table_levels
+from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, primary_level, seeds_needed, table_levels
 from evaluation.runs import compare, load_runs
 from evaluation.statistics.intervals import LEVEL, arm_scores, interaction_variance
 from evaluation.tasks.clean_text import clean_text_tasks
@@ -327,12 +327,12 @@ def run_power(config: ExperimentConfig) -> dict:
     primary = config.evaluation.primary if config.evaluation else None
     if primary:
         family, column = primary.score.split(":")
-        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None,
-                          "rho": None}
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL,
+                          "sides": primary.sides, "mdd": None, "rho": None}
         if family in measured_at and ("columns", column) in measured_at[family].scores:
             key = ("columns", column)
             pair = tuple(primary.pair) if set(primary.pair) <= set(arms) else None  # its own arms' seeds, where they ran
-            out["primary"]["mdd"] = mdd(measured_at[family].noise(key, pair), seeds, 1 - LEVEL)
+            out["primary"]["mdd"] = mdd(measured_at[family].noise(key, pair), seeds, primary_level(primary.sides))
             out["primary"]["rho"] = primary_rho(measured_at[family], measured[family][1], key, pair)
     return out
 

@@ -90,6 +90,13 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int |
     return np.maximum(h, (-residuals).max(axis=1)), np.sqrt(noise.fixed + (true[0] + true[1]) / seeds)
 
 
+def primary_level(sides: str) -> float:
+    """The two-sided level the simulated decision tests the primary comparison at: 1 − LEVEL; one-sided,
+    twice that (its p is half the two-sided one, and power_at counts only the arm's side), so that the
+    primary MDD is that of the decision `decide_primary` applies."""
+    return (1 - LEVEL) * (2 if sides == "one-sided" else 1)
+
+
 def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> float:
     """The chance the report calls a true `difference` (> 0) a result in its direction."""
     h, sd = threshold

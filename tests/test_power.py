@@ -413,3 +413,20 @@ def test_the_calibrated_mdd_interpolates_the_mdd_and_matches_a_finer_grid(monkey
     as_known = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
     known = power_simulation.known_mdd(power_simulation.decision_threshold(as_known, 2, 0.05, 256))
     assert coarse > 1.5 * known
+
+
+def test_a_one_sided_primary_is_priced_at_its_own_level(tmp_path, monkeypatch):
+    """A one-sided primary decision calls the arm better where half the two-sided p is below 0.05: its
+    MDD is the simulated decision's at 0.10 two-sided (the arm's side only), and power there is 80% in
+    a brute-force simulation; the two-sided MDD would hold about 88% of the time."""
+    monkeypatch.setattr(power_simulation, "DRAWS", 1024)
+    primary = {"pair": ["b", "a"], "score": "accuracy:average", "sides": "one-sided"}
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "primary": primary})
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    config = ExperimentConfig.model_validate(raw)
+    suite = load_suite()
+    noise = assumed_noise(power.task_items(config, suite), suite)["average"]
+    report = power.power_report(config)["primary"]
+    assert report["sides"] == "one-sided" and report["mdd"] == pytest.approx(mdd(noise, 3, 0.10, 1024))
+    assert brute_force_power(noise, 3, 0.10, report["mdd"]) == pytest.approx(0.80, abs=0.025)
+    assert brute_force_power(noise, 3, 0.10, mdd(noise, 3, 0.05, 1024)) > 0.84
