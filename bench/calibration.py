@@ -49,7 +49,8 @@ generalized intervals, Holm per table, every seed agreeing in sign). Per setting
 - power at the printed MDD (`printed_rows`, its own null pilots of 2 arms x 2 seeds, an eighth of
   the replicates): the decision table's and the primary decision's MDD printed from each pilot's
   measured noise (`calibrated_mdd`), the power there at the true noise, and the report's primary
-  decision on runs at the primary's known-noise MDD: each 0.78-0.82, with its Monte Carlo SE; and
+  decision on runs at the primary's known-noise MDD (a quarter of the replicates, runs of their
+  own): each 0.78-0.82, with its Monte Carlo SE; and
   the primary pair's rho and phi (`pair_correlation`) against the planted values: the coverage of
   their 95% BCa intervals (about 0.95) and their bias.
 
@@ -66,6 +67,7 @@ Writes the table and `bench/results/calibration.json` (a list of settings).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing as mp
@@ -336,9 +338,16 @@ def true_noise() -> ScoreNoise:
                                 (seed, seed))
 
 
+@functools.cache
+def true_mdd(seeds: int, alpha: float) -> float:
+    """The MDD `python -m evaluation.power` prints for the bits-per-byte average with the true noise,
+    decided at `alpha` (each worker computes it once)."""
+    return mdd(true_noise(), seeds, alpha)
+
+
 def setting_mdd(setting: Setting) -> float:
-    """The MDD `python -m evaluation.power` prints for the bits-per-byte average with the true noise."""
-    return mdd(true_noise(), setting.seeds, table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0])
+    """The known-noise MDD of the bits-per-byte average in the setting's decision table."""
+    return true_mdd(setting.seeds, table_levels(FAMILIES, setting.arms)["bpb", "columns", "average"][0])
 
 
 def _work(job: tuple) -> list[dict]:
@@ -530,7 +539,7 @@ def print_rows(rows: list[dict]) -> None:
 
 
 PRINTED = Setting("2 arms, 2 seeds, power at the printed MDD", 2, 2, share=0.125)  # the pilots of the rows below;
-# an eighth of the replicates: two calibrated MDDs a pilot cost seconds
+# an eighth of the replicates: two calibrated MDDs a pilot cost seconds (the known-noise primary's runs: a quarter)
 PRIMARY_PAIR = ("arm1", "arm0")
 
 
@@ -543,8 +552,7 @@ def planted_phi() -> float:
 def printed_pilot(number: int) -> dict:
     """One null pilot of 2 arms x 2 seeds: the MDDs `python -m evaluation.power --from-run` prints from it
     for the decision table's bits-per-byte average and for the primary decision (arm1 − arm0 on it, alone
-    at 0.05), the primary pair's rho and phi with their intervals, and whether the report's primary
-    decision calls a true difference at the primary's known-noise MDD (a second run, at that difference)."""
+    at 0.05), and the primary pair's rho and phi with their intervals."""
     rng = np.random.default_rng([zlib.crc32(PRINTED.name.encode()), number])
     matrices, _, _ = simulate(PRINTED, rng)
     m = measure_family(FAMILIES["bpb"], matrices["bpb"])
@@ -552,17 +560,24 @@ def printed_pilot(number: int) -> dict:
     table_alpha = table_levels(FAMILIES, PRINTED.arms)["bpb", "columns", "average"][0]
     pair = pair_correlation(FAMILIES["bpb"].task_weights("average"), matrices["bpb"][PRIMARY_PAIR[0]],
                             matrices["bpb"][PRIMARY_PAIR[1]], draws=RHO_DRAWS, seed=number)
-    at_mdd, _, _ = simulate(PRINTED, rng, -mdd(true_noise(), PRINTED.seeds, ALPHA))
-    cell = compare_arms(FAMILIES["bpb"], at_mdd["bpb"], {arm: [1, 2] for arm in at_mdd["bpb"]},
-                        bounds=False)["pairs"][" − ".join(PRIMARY_PAIR)]["columns"]["average"]
     return {"table": mdd(m.noise(key), PRINTED.seeds, table_alpha, FROM_RUN_DRAWS),
             "primary": mdd(m.noise(key, PRIMARY_PAIR), PRINTED.seeds, ALPHA, FROM_RUN_DRAWS),
-            "primary_hit": decide_primary(cell | {"seeds": [1, 2]}, True, "two-sided").get("result") == "better",
             "rho": pair, "rho_planted": planted_rho(), "phi_planted": planted_phi()}
 
 
-def _printed_work(numbers: range) -> list[dict]:
-    return [printed_pilot(number) for number in numbers]
+def primary_at_mdd(number: int) -> bool:
+    """One run of 2 arms x 2 seeds with arm1 better than arm0 by the primary's known-noise MDD: whether
+    the report's primary decision calls it better."""
+    rng = np.random.default_rng([zlib.crc32(f"{PRINTED.name}: primary".encode()), number])
+    run, _, _ = simulate(PRINTED, rng, -true_mdd(PRINTED.seeds, ALPHA))
+    cell = compare_arms(FAMILIES["bpb"], run["bpb"], {arm: [1, 2] for arm in run["bpb"]},
+                        bounds=False)["pairs"][" − ".join(PRIMARY_PAIR)]["columns"]["average"]
+    return decide_primary(cell | {"seeds": [1, 2]}, True, "two-sided").get("result") == "better"
+
+
+def _printed_work(job: tuple[str, range]) -> list:
+    kind, numbers = job
+    return [printed_pilot(number) if kind == "pilot" else primary_at_mdd(number) for number in numbers]
 
 
 def standard_error(values: list) -> float | None:
@@ -570,21 +585,24 @@ def standard_error(values: list) -> float | None:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
 
 
-def printed_rows(replicates: int, workers: int) -> list[dict]:
+def printed_rows(pilots: int, replicates: int, workers: int) -> list[dict]:
     """Power at the MDD the suite prints, {decision table, primary} x {known noise, a pilot's measured
     noise}, each with its Monte Carlo standard error (target 0.78-0.82), and the primary pair's rho and
     phi recovered from the planted values (coverage of their 95% intervals, bias). Known noise, decision
     table: the settings "a difference at the MDD" above; known noise, primary: the report's own primary
-    decision on runs at its MDD; measured noise: the report's decision at the true noise (power_at) at
-    each pilot's printed MDD, averaged over the pilots."""
-    chunk = max(1, replicates // (4 * workers))
-    jobs = [range(start, min(start + chunk, replicates)) for start in range(0, replicates, chunk)]
-    pilots = [p for done in map_jobs(_printed_work, jobs, workers) for p in done]
+    decision on `replicates` runs at its MDD; measured noise: the report's decision at the true noise
+    (power_at) at each of `pilots` pilots' printed MDD, averaged over the pilots."""
+    jobs = [(kind, range(start, min(start + max(1, count // (4 * workers)), count)))
+            for kind, count in (("pilot", pilots), ("primary", replicates))
+            for start in range(0, count, max(1, count // (4 * workers)))]
+    done = map_jobs(_printed_work, jobs, workers)
+    pilots = [p for job, ps in zip(jobs, done, strict=True) if job[0] == "pilot" for p in ps]
+    hits = [h for job, hs in zip(jobs, done, strict=True) if job[0] == "primary" for h in hs]
     seeds = PRINTED.seeds
     table_alpha = table_levels(FAMILIES, PRINTED.arms)["bpb", "columns", "average"][0]
 
     def row(name: str, powers: list[float], printed: list[float] | None, alpha: float) -> dict:
-        truth = mdd(true_noise(), seeds, alpha)
+        truth = true_mdd(seeds, alpha)
         out = {"setting": name, "replicates": len(powers), "power_at_printed_mdd": float(np.mean(powers)),
                "power_se": standard_error(powers), "true_mdd": truth}
         if printed:
@@ -597,7 +615,7 @@ def printed_rows(replicates: int, workers: int) -> list[dict]:
         threshold = decision_threshold(true_noise(), seeds, alpha)
         printed = [p[key] for p in pilots]
         rows.append(row(f"{PRINTED.name}: {name}, measured noise", [power_at(d, threshold) for d in printed], printed, alpha))
-    rows.append(row(f"{PRINTED.name}: primary, known noise", [float(p["primary_hit"]) for p in pilots], None, ALPHA))
+    rows.append(row(f"{PRINTED.name}: primary, known noise", [float(h) for h in hits], None, ALPHA))
     measured = [p["rho"] for p in pilots if p["rho"] and p["rho"]["low"] is not None]
     for name, planted, low, high in (("rho", planted_rho(), "low", "high"), ("phi", planted_phi(), "phi_low", "phi_high")):
         covered = [r[low] <= planted <= r[high] for r in measured]
@@ -644,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows)
     results += rows
     if not args.settings or args.settings in PRINTED.name:
-        printed = printed_rows(math.ceil(PRINTED.share * replicates), args.workers)
+        printed = printed_rows(math.ceil(PRINTED.share * replicates), replicates // 4, args.workers)
         print_printed_rows(printed)
         results += printed
     print(f"{time.time() - start:.0f} s, {args.workers} workers")

@@ -75,7 +75,15 @@ from configs.experiment import ExperimentConfig, load_experiment_or_exit
 from evaluation.metrics import Family, families
 from evaluation.power_measured import RunNoise, clip_rho, run_noise, run_power
 from evaluation.power_print import print_deciding_primary, print_power, print_run_power
-from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, score_noise, seeds_needed, table_levels
+from evaluation.power_simulation import (
+    ScoreNoise,
+    UnitNoise,
+    mdd,
+    primary_level,
+    score_noise,
+    seeds_needed,
+    table_levels,
+)
 from evaluation.primary_scale import measured_slope
 from evaluation.statistics.intervals import LEVEL
 from evaluation.tasks.clean_text import clean_text_tasks
@@ -214,12 +222,14 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     primary = config.evaluation.primary if config.evaluation else None
     if primary:
         family, column = primary.score.split(":")
-        value = mdd(noise[family][column], seeds, 1 - LEVEL) if column in noise.get(family, {}) else None
+        level = primary_level(primary.sides)
+        value = mdd(noise[family][column], seeds, level) if column in noise.get(family, {}) else None
         deciding = config.deciding_rung()
-        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": value,
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL,
+                          "sides": primary.sides, "mdd": value,
                           "deciding_rung": deciding, "deciding": deciding is None or deciding == out["rung"],
                           # the same pair on every shown family's average: what the choice of score costs
-                          "average_by_family": {name: mdd(n["average"], seeds, 1 - LEVEL) for name, n in noise.items()}}
+                          "average_by_family": {name: mdd(n["average"], seeds, level) for name, n in noise.items()}}
     if difference is not None:
         out["difference"] = difference
         out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["accuracy"]["average"],

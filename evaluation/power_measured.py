@@ -13,7 +13,7 @@ from scipy import special
 
 from configs.experiment import ExperimentConfig
 from evaluation.metrics import Family, families
-from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, seeds_needed, table_levels
+from evaluation.power_simulation import ScoreNoise, UnitNoise, mdd, primary_level, seeds_needed, table_levels
 from evaluation.runs import compare, load_runs
 from evaluation.statistics.intervals import LEVEL, arm_scores, interaction_variance
 from evaluation.tasks.clean_text import clean_text_tasks
@@ -165,38 +165,55 @@ def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dic
 
 
 def measured_score_noise(weights: dict[str, float], tasks: dict[str, tuple[float, float]], items: dict[str, int],
-                         seed: tuple[float, float], seed_df: tuple[float, ...] = ()) -> ScoreNoise:
+                         seed: tuple[float, float], seed_df: float | None = None) -> ScoreNoise:
     """A score's noise from its tasks' measured per-document parts and two arms' seed variances
-    (estimated on `seed_df`: ScoreNoise)."""
+    (their sum estimated on `seed_df`: ScoreNoise)."""
     terms = tuple((w ** 2 * max(0.0, tasks[t][0]) / items[t], w ** 2 * 2 * tasks[t][1] / items[t], items[t])
                   for t, w in weights.items())
     return ScoreNoise(sum(t[0] for t in terms), sum(t[1] for t in terms), terms, seed, seed_df)
 
 
+def paired_seed_variance(scores: dict[str, np.ndarray]) -> tuple[float, float]:
+    """Var(d_s) of a pair's paired seed difference of a score, and its degrees of freedom, from the
+    arms' scores per paired seed (arm -> one value a seed, the seeds in the same order): the residual
+    mean square of the arms x seeds layout, twice, on (K − 1)(S − 1) degrees of freedom. For two arms
+    it is var_s(d_s) on S − 1, what the decision's interval takes; for more it pools every arm's, a
+    seed's shift that all arms share (initial weights, data order) taken out as the pairs take it out."""
+    x = np.array(list(scores.values()))
+    arms, seeds = x.shape
+    residual = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+    df = (arms - 1) * (seeds - 1)
+    return 2 * float((residual ** 2).sum()) / df, float(df)
+
+
 @dataclass(frozen=True)
 class MeasuredFamily:
     """A family's noise measured from a run: every arm's seeds x documents matrices on the same
-    paired seeds (measured_noise's parts, and each arm's seed variance of every score)."""
+    paired seeds (measured_noise's parts, and each arm's score of every score per seed)."""
 
     units: dict[str, UnitNoise]
     tasks: dict[str, tuple[float, float]]
     seed_correlation: float
     items: dict[str, int]
     scores: dict[tuple[str, str], dict[str, float]]  # ("columns" | "units", name) -> its task weights
-    arm_seed: dict[tuple[str, str], dict[str, float]]  # score -> arm -> its variance across the seeds
+    seed_scores: dict[tuple[str, str], dict[str, np.ndarray]]  # score -> arm -> its value per paired seed
     seeds: int  # the paired seeds it was measured on
     pair_tasks: dict[frozenset, dict[str, tuple[float, float]]] = field(default_factory=dict)  # each pair's own `tasks`
 
+    @property
+    def arm_seed(self) -> dict[tuple[str, str], dict[str, float]]:
+        """score -> arm -> its variance across the seeds."""
+        return {key: {arm: float(np.var(v, ddof=1)) for arm, v in by_arm.items()} for key, by_arm in self.seed_scores.items()}
+
     def noise(self, key: tuple[str, str], pair: tuple[str, str] | None = None) -> ScoreNoise:
-        """A score's noise for a pair of arms (each its own seed variance, on its own seeds − 1 degrees
-        of freedom: ScoreNoise.sum_df gives Welch's for their sum, as the interval takes it), or for
-        any pair (one variance pooled over the arms, on all their degrees of freedom)."""
-        seed = self.arm_seed[key]
-        if pair is None:
-            return measured_score_noise(self.scores[key], self.tasks, self.items,
-                                        (float(np.mean(list(seed.values()))),) * 2, (len(seed) * (self.seeds - 1),))
-        a, b, nu = seed[pair[0]], seed[pair[1]], self.seeds - 1
-        return measured_score_noise(self.scores[key], self.documents_of(key, pair)[0], self.items, (a, b), (nu, nu))
+        """A score's noise for a pair of arms, or for any pair: the seeds' part is what the decision
+        estimates, the variance of the paired seed differences (`paired_seed_variance`: the pair's own
+        on S − 1 degrees of freedom, or pooled over every arm on (K − 1)(S − 1)), split evenly between
+        the two arms (only their sum counts)."""
+        by_arm = self.seed_scores[key]
+        variance, df = paired_seed_variance({arm: by_arm[arm] for arm in pair} if pair else by_arm)
+        tasks = self.documents_of(key, pair)[0] if pair else self.tasks
+        return measured_score_noise(self.scores[key], tasks, self.items, (variance / 2, variance / 2), df)
 
     def documents_of(self, key: tuple[str, str], pair: tuple[str, str]) -> tuple[dict[str, tuple[float, float]], bool]:
         """The per-document parts a pair's score is priced on: the pair's own where its documents'
@@ -215,9 +232,8 @@ def measure_family(family: Family, matrices: dict[str, dict[str, np.ndarray]]) -
                                       for t in family.task_keys()} for a, b in combinations(matrices, 2)}
     scores = {**{("columns", c): family.task_weights(c) for c in family.columns if c != "average_centered"},
               **{("units", u): dict(w) for u, w in family.units.items()}}
-    arm_seed = {key: {arm: float(np.var(arm_scores(m, weights), ddof=1)) for arm, m in matrices.items()}
-                for key, weights in scores.items()}
-    return MeasuredFamily(noise, tasks, correlation, {t: x.shape[1] for t, x in first.items()}, scores, arm_seed,
+    seed_scores = {key: {arm: arm_scores(m, weights) for arm, m in matrices.items()} for key, weights in scores.items()}
+    return MeasuredFamily(noise, tasks, correlation, {t: x.shape[1] for t, x in first.items()}, scores, seed_scores,
                           len(next(iter(first.values()))), pair_tasks)
 
 
@@ -311,12 +327,12 @@ def run_power(config: ExperimentConfig) -> dict:
     primary = config.evaluation.primary if config.evaluation else None
     if primary:
         family, column = primary.score.split(":")
-        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL, "mdd": None,
-                          "rho": None}
+        out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL,
+                          "sides": primary.sides, "mdd": None, "rho": None}
         if family in measured_at and ("columns", column) in measured_at[family].scores:
             key = ("columns", column)
             pair = tuple(primary.pair) if set(primary.pair) <= set(arms) else None  # its own arms' seeds, where they ran
-            out["primary"]["mdd"] = mdd(measured_at[family].noise(key, pair), seeds, 1 - LEVEL)
+            out["primary"]["mdd"] = mdd(measured_at[family].noise(key, pair), seeds, primary_level(primary.sides))
             out["primary"]["rho"] = primary_rho(measured_at[family], measured[family][1], key, pair)
     return out
 

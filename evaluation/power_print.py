@@ -39,8 +39,9 @@ def print_primary(report: dict) -> None:
     where = ("" if "deciding" not in primary or primary["deciding_rung"] is None else
              f" at its deciding rung {primary['deciding_rung']}" if primary["deciding"] else
              f" if decided here (descriptive at this rung; decided at rung {primary['deciding_rung']})")
+    sides = ", one-sided" if primary.get("sides") == "one-sided" else ""
     print(f"  primary decision (evaluation.primary: {' − '.join(primary['pair'])} on {primary['score']}, alone at "
-          f"{primary['alpha']:.2g}){where}: {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
+          f"{primary['alpha']:.2g}{sides}){where}: {shown}" + (f"; +{100 * report['paper_effect']:.2f} points is "
                                                         f"{'within' if value <= report['paper_effect'] else 'out of'} reach"
                                                         if scale == 100 and value is not None and "paper_effect" in report
                                                         else ""))

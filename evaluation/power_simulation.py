@@ -37,17 +37,9 @@ class ScoreNoise:
     interaction: float  # sum_t w_t^2 2 sigma_int,t^2 / n_t: both arms' interaction over the documents, at one seed
     terms: tuple[tuple[float, float, int], ...]  # per task (w^2 fixed_t / n, w^2 2 sigma_int,t^2 / n, n)
     seed: tuple[float, float]  # each arm's variance of the score across its seeds (shift and interaction)
-    # the degrees of freedom the seed variances were estimated on (from a run): () known (assumed);
-    # one value: one estimate both arms share (pooled over a run's arms); two: each arm's own
-    seed_df: tuple[float, ...] = ()
-
-    def sum_df(self) -> float:
-        """The degrees of freedom of the estimate of the two arms' summed seed variance: the shared
-        estimate's, or Satterthwaite's (Welch's) from each arm's own."""
-        if len(self.seed_df) == 1:
-            return self.seed_df[0]
-        a, b = self.seed
-        return (a + b) ** 2 / (a ** 2 / self.seed_df[0] + b ** 2 / self.seed_df[1]) if a + b > 0 else sum(self.seed_df)
+    # from a run: the degrees of freedom of the estimate of their sum, the variance of the paired seed differences
+    # (the decision's own estimate: S − 1 for one pair, (K − 1)(S − 1) pooled over K arms); None: known (assumed)
+    seed_df: float | None = None
 
     def variance(self, seeds: int) -> float:
         """Var of the paired difference, mean over `seeds` paired seeds."""
@@ -87,7 +79,7 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int |
                                                              else np.ones(draws))  # no documents' noise: known
     # one draw for the pair's sum: two independent draws on one degree of freedom each let either arm's
     # variance be many times its estimate at once
-    factors = [noise.sum_df() / stats.chi2.ppf(u[:, 1 + 2 * seeds], noise.sum_df())] if noise.seed_df else [1.0]
+    factors = [noise.seed_df / stats.chi2.ppf(u[:, 1 + 2 * seeds], noise.seed_df)] if noise.seed_df else [1.0]
     true = [v * factors[k % len(factors)] * np.ones(draws) for k, v in enumerate(noise.seed)]
     shifts = [special.ndtri(u[:, 1 + k * seeds: 1 + (k + 1) * seeds]) * np.sqrt(v)[:, None] for k, v in enumerate(true)]
     paired = (shifts[1] - shifts[0]).var(axis=1, ddof=1) / seeds  # the report's seeds' part, on seeds − 1
@@ -96,6 +88,13 @@ def decision_threshold(noise: ScoreNoise, seeds: int, alpha: float, draws: int |
                             tolerance=1e-4)
     residuals = (shifts[1] - shifts[1].mean(axis=1, keepdims=True)) - (shifts[0] - shifts[0].mean(axis=1, keepdims=True))
     return np.maximum(h, (-residuals).max(axis=1)), np.sqrt(noise.fixed + (true[0] + true[1]) / seeds)
+
+
+def primary_level(sides: str) -> float:
+    """The two-sided level the simulated decision tests the primary comparison at: 1 − LEVEL; one-sided,
+    twice that (its p is half the two-sided one, and power_at counts only the arm's side), so that the
+    primary MDD is that of the decision `decide_primary` applies."""
+    return (1 - LEVEL) * (2 if sides == "one-sided" else 1)
 
 
 def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> float:
@@ -126,46 +125,48 @@ def known_mdd(threshold: tuple[np.ndarray, np.ndarray]) -> float:
     return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * typical))
 
 
-CALIBRATION_GRID = np.geomspace(1e-3, 1e3, 13)  # multiples of the estimated seed variances an MDD is priced at
+# multiples of the estimated seed variance an MDD is priced at; a decade apart, log MDD interpolated between them
+# came within 0.1% of 25 points' at 2 arms x 2 seeds (bench/calibration.py's noise)
+CALIBRATION_GRID = np.geomspace(1e-3, 1e3, 7)
 CALIBRATION_PILOTS = 64  # quantiles of the estimate's chi-square spread that the calibration averages over
 
 
 def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float:
-    """The MDD of a score whose seed variances a run estimated on `noise.seed_df` degrees of freedom:
-    the known-noise MDD at the estimates times k, with k such that over the pilots the estimate could
-    come from (estimate = truth x chi2(nu) / nu, at CALIBRATION_PILOTS even quantiles) the power at
-    the MDD each would print averages POWER, the estimate standing in for the truth (with the seeds'
-    noise dominant the power at a multiple of the truth's MDD does not depend on the truth;
-    bench/calibration.py's printed-MDD rows read how close the printed MDDs come). Averaging the
-    power over the fiducial distribution of the true variances instead
-    printed 2.1x the true MDD at 2 arms x 2 seeds (median over pilots; power 0.91 there, in a review's
-    simulation), and taking the estimate as the truth (k = 1) prints MDDs that hold far less often
+    """The MDD of a score whose seeds' variance a run estimated on `noise.seed_df` degrees of freedom
+    (the paired seed differences, the decision's own estimate): the known-noise MDD at the estimate
+    times k, with k such that over the pilots the estimate could come from (estimate = truth x
+    chi2(nu) / nu, at CALIBRATION_PILOTS even quantiles) the power at the MDD each would print
+    averages POWER, the estimate standing in for the truth. It assumes what makes that exact: with
+    the seeds' noise dominant, the power at the MDD priced at c times the truth depends on c alone,
+    not on the truth (bench/calibration.py's printed-MDD rows measure how close the printed MDDs
+    come). Averaging the power over the fiducial distribution of the true variance instead printed
+    2.1x the true MDD at 2 arms x 2 seeds (median over pilots; power 0.91, in a review's simulation),
+    and taking the estimate as the truth (k = 1) prints MDDs that hold far less often
     (tests/test_power.py)."""
     a, b = noise.seed
-    # each arm's own estimate: the pilots are spread on both arms' degrees of freedom (equal seed noise in the
-    # pair), not on Welch's from the two estimates, which falls below that by chance and overcorrected (the
-    # power at the printed MDD 0.885 over pilots of two equally noisy arms in tests/test_power.py)
-    nu = noise.seed_df[0] if len(noise.seed_df) == 1 else sum(noise.seed_df)
-    known = replace(noise, seed_df=())
+    known = replace(noise, seed_df=None)
     at_estimate = decision_threshold(known, seeds, alpha, draws)
 
     def scaled(c: float) -> ScoreNoise:
         return replace(known, seed=(c * a, c * b))
 
+    # the MDD at c x the estimate is smooth in log c (slope 1/2 where the seeds' noise dominates, 0 where the
+    # documents' does): interpolated there, and the power at it computed exactly (it bends sharply around c = 1)
     grid = np.log(CALIBRATION_GRID)
-    power = np.array([power_at(known_mdd(decision_threshold(scaled(c), seeds, alpha, draws)), at_estimate)
-                      for c in CALIBRATION_GRID])
-    pilots = np.log(stats.chi2.ppf((np.arange(CALIBRATION_PILOTS) + 0.5) / CALIBRATION_PILOTS, nu) / nu)
+    log_mdd = np.log([known_mdd(decision_threshold(scaled(c), seeds, alpha, draws)) for c in CALIBRATION_GRID])
+    pilots = np.log(stats.chi2.ppf((np.arange(CALIBRATION_PILOTS) + 0.5) / CALIBRATION_PILOTS, noise.seed_df)
+                    / noise.seed_df)
 
     def shortfall(log_k: float) -> float:
-        return float(np.mean(np.interp(log_k + pilots, grid, power))) - POWER
+        return float(np.mean([power_at(math.exp(x), at_estimate)
+                              for x in np.interp(log_k + pilots, grid, log_mdd)])) - POWER
 
-    # past the grid's ends the power is taken as at its ends (np.interp): there the documents' noise, or the
-    # seeds' alone, sets it
+    # past the grid's ends the MDD is taken as at its ends (np.interp): there the documents' noise, or the seeds'
+    # alone, sets it
     if shortfall(grid[0]) >= 0 or shortfall(grid[-1]) <= 0:  # the grid cannot tell: the estimate as the truth
         return known_mdd(at_estimate)
-    k = math.exp(optimize.brentq(shortfall, grid[0], grid[-1], xtol=1e-4))
-    return known_mdd(decision_threshold(scaled(k), seeds, alpha, draws))
+    log_k = optimize.brentq(shortfall, grid[0], grid[-1], xtol=1e-4)
+    return math.exp(float(np.interp(log_k, grid, log_mdd)))
 
 
 def seeds_needed(difference: float, noise_at) -> int | None:

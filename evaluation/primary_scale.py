@@ -8,10 +8,10 @@ from __future__ import annotations
 from configs.experiment import ExperimentConfig
 from evaluation.metrics import Family
 from evaluation.power_measured import measure_family, run_matrices
-from evaluation.power_simulation import mdd
+from evaluation.power_simulation import mdd, primary_level
 from evaluation.runs import Comparison
 from evaluation.statistics.accuracy_slope import accuracy_slope
-from evaluation.statistics.intervals import LEVEL, arm_scores
+from evaluation.statistics.intervals import arm_scores
 
 
 def report_slope(families: dict[str, dict], score: str, seeds_of: dict[str, list[int]]) -> dict | None:
@@ -25,8 +25,9 @@ def report_slope(families: dict[str, dict], score: str, seeds_of: dict[str, list
                           families["accuracy"]["finals"]["columns"].get("average", {}), seeds=seeds_of)
 
 
-def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int) -> float | None:
-    """The primary decision's MDD (alone at 0.05, 80% power) at `seeds` paired seeds, its noise measured
+def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int,
+                sides: str) -> float | None:
+    """The primary decision's MDD (alone at 0.05, `sides` as decided, 80% power) at `seeds` paired seeds, its noise measured
     on the pair's own paired seeds and documents; None below two paired seeds or where a task is missing."""
     paired = sorted(set(comparison.by_arm.get(pair[0], {})) & set(comparison.by_arm.get(pair[1], {})))
     keys = family.task_keys()
@@ -34,7 +35,7 @@ def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple
                                   for t, k in keys.items()):
         return None
     matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in pair}
-    return mdd(measure_family(family, matrices).noise(("columns", column), pair), seeds, 1 - LEVEL)
+    return mdd(measure_family(family, matrices).noise(("columns", column), pair), seeds, primary_level(sides))
 
 
 def _by_seed(family: Family, matrices: dict[str, dict], column: str) -> dict[str, list[float]]:

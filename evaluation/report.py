@@ -87,7 +87,8 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_
     if primary := report.get("primary"):  # its MDD in its own unit and in accuracy points
         family, column = primary["score"].split(":")
         pair = (primary["arm"], primary["reference"])
-        primary["mdd"] = primary_mdd(comparison, fams[family], column, pair, len(config.pretrain.seeds)) \
+        primary["mdd"] = primary_mdd(comparison, fams[family], column, pair, len(config.pretrain.seeds),
+                                     primary["sides"]) \
             if config.pretrain else None
         primary["accuracy_slope"] = report_slope(report["families"], primary["score"],
                                                  {arm: sorted(seeds) for arm, seeds in comparison.by_arm.items()})

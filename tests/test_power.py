@@ -139,12 +139,12 @@ def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
     assert noise["item_correlation"] == pytest.approx(1 - 0.25 / (2 * 7 / 24)) and noise["seed_std"] == pytest.approx(0.25)
     assert accuracy["seed_correlation"] == pytest.approx(1.0)  # every benchmark shifts together
     assert accuracy["arm_seed_sd"]["average"] == pytest.approx({"a": math.sqrt(0.125), "b": 0.0})
-    # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; each arm's
-    # seed variance 0.125 and 0, pooled: 0.0625 on 2 degrees of freedom (one an arm), not taken as the truth; the
-    # decision table: one arm on the accuracy average (no other score has values)
+    # the average: 12 one-task benchmarks (1/4 / 4 documents) and ARC's two tasks (x 1/2), over 13^2; the paired
+    # seed differences b − a, 0.25 and 0.75: variance 0.125 on 1 degree of freedom (the decision's), half an arm,
+    # not taken as the truth; the decision table: one arm on the accuracy average (no other score has values)
     weights = {t: w for t, w in power.families(load_suite(), []).get("accuracy").task_weights("average").items()}
     terms = tuple((w ** 2 * 0.25 / 4, 0.0, 4) for w in weights.values())
-    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625), (2,))
+    by_hand = ScoreNoise(sum(t[0] for t in terms), 0.0, terms, (0.0625, 0.0625), 1.0)
     assert accuracy["mdd"]["average"] == pytest.approx(mdd(by_hand, 2, 0.05))
     observed = accuracy["differences"]["b"]["average"]
     assert observed["difference"] == pytest.approx(0.5)
@@ -289,29 +289,27 @@ def test_a_measured_document_noise_replaces_the_assumed_one_and_prices_the_prima
 
 @pytest.mark.slow  # a calibration over many pilots (seconds each): with bench.calibration's tests, in make test
 def test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_own_pair():
-    """The primary decision's from-run MDD uses its own two arms' seed variances, each on one degree of
-    freedom at 2 seeds, their sum on Welch's. Over pilots (each arm's estimate at evenly spaced quantiles
-    of chi2(1), drawn apart) the power at the printed MDD averages about 0.80 (calibrated_mdd); averaging
-    the power over the fiducial spread of the true variances instead printed about twice the true MDD
-    (power 0.91), and the estimate taken as the truth holds far less often."""
+    """The primary decision's from-run MDD is priced on what its decision estimates: the variance of
+    its pair's paired seed differences, on one degree of freedom at 2 seeds. Over pilots (the estimate
+    at evenly spaced quantiles of chi2(1)) the power at the printed MDD averages about 0.80
+    (calibrated_mdd); averaging the power over the fiducial spread of the true variances instead
+    printed about twice the true MDD (power 0.91), and the estimate taken as the truth holds far less
+    often."""
     key = ("columns", "average")
     truth = ScoreNoise(1e-6, 0.0, ((1e-6, 0.0, 1000),), (1e-4, 1e-4))  # the seeds are the noise
     at_truth = power_simulation.decision_threshold(truth, 2, 0.05)
-    quantiles = stats.chi2.ppf((np.arange(6) + 0.5) / 6, 1)
     held, naive = [], []
-    for wa in quantiles:
-        for wb in quantiles:
-            family = power_measured.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}},
-                                          {key: {"a": 1e-4 * wa, "b": 1e-4 * wb}}, 2)
-            noise = family.noise(key, ("b", "a"))
-            assert noise.seed_df == (1, 1) and 1 <= noise.sum_df() <= 2  # one degree of freedom an arm; Welch's
-            held.append(power_simulation.power_at(mdd(noise, 2, 0.05, draws=512), at_truth))
-            as_truth = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
-            naive.append(power_simulation.power_at(mdd(as_truth, 2, 0.05, draws=512), at_truth))
-    # 0.84 here: six quantiles an arm miss the lowest estimates, whose printed MDDs hold least often
-    # (bench/calibration.py draws the pilots whole)
-    assert 0.77 <= np.mean(held) <= 0.86
-    assert np.mean(naive) < 0.75 and np.mean(held) - np.mean(naive) > 0.08
+    for w in stats.chi2.ppf((np.arange(12) + 0.5) / 12, 1):
+        # seed 2's difference b − a is 0.02 sqrt(w): var_s(d_s) = 2e-4 w, the truth's 2e-4 at w = 1
+        scores = {key: {"a": np.zeros(2), "b": np.array([0.0, 0.02 * math.sqrt(w)])}}
+        family = power_measured.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}}, scores, 2)
+        noise = family.noise(key, ("b", "a"))
+        assert noise.seed_df == 1 and sum(noise.seed) == pytest.approx(2e-4 * w)
+        held.append(power_simulation.power_at(mdd(noise, 2, 0.05, draws=512), at_truth))
+        as_truth = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
+        naive.append(power_simulation.power_at(mdd(as_truth, 2, 0.05, draws=512), at_truth))
+    assert 0.77 <= np.mean(held) <= 0.83
+    assert np.mean(naive) < 0.7 and np.mean(held) - np.mean(naive) > 0.1
 
 
 def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a_planted_one():
@@ -382,3 +380,71 @@ def test_the_plan_prints_the_primary_mdd_in_accuracy_points_with_the_slope_and_i
     assert lines[0].endswith("alone at 0.05): 0.020")
     assert lines[1].startswith(f"    {100 * convert_mdd(0.02, slope)['value']:.2f} accuracy points [")
     assert lines[1].endswith(", measured on demo, rung small (a0, a1 on seeds [1, 2, 3])")
+
+
+def test_the_seeds_part_of_a_measured_mdd_is_the_decisions_paired_seed_differences():
+    """Seed s of every arm shares a shift 10x the arms' own: each arm's own seed variance is mostly that
+    shift, which the paired differences the decision tests cancel. The pair's MDD is priced on var_s(d_s)
+    on S − 1 degrees of freedom, the any-pair MDD on the arms x seeds residual on (K − 1)(S − 1)."""
+    rng = np.random.default_rng(5)
+    shared = rng.normal(0, 0.1, 4)
+    scores = {arm: shared + rng.normal(0, 0.01, 4) for arm in ("a", "b", "c")}
+    variance, df = power_measured.paired_seed_variance({arm: scores[arm] for arm in ("a", "b")})
+    assert variance == pytest.approx(np.var(scores["b"] - scores["a"], ddof=1)) and df == 3
+    # the pool: a shift common to every arm, or to every seed, changes nothing
+    moved = {arm: x + 5.0 * np.arange(4) + k for k, (arm, x) in enumerate(scores.items())}
+    assert power_measured.paired_seed_variance(moved) == pytest.approx(power_measured.paired_seed_variance(scores))
+    key = ("columns", "average")
+    family = power_measured.MeasuredFamily({}, {"t": (1e-3, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}},
+                                           {key: scores}, 4)
+    pair, pooled = family.noise(key, ("b", "a")), family.noise(key)
+    assert sum(pair.seed) == pytest.approx(variance) and pair.seed_df == 3
+    assert pooled.seed_df == 6 and sum(pooled.seed) < 0.01 < sum(family.arm_seed[key].values())
+
+
+def test_the_calibrated_mdd_interpolates_the_mdd_and_matches_a_finer_grid(monkeypatch):
+    """calibrated_mdd prices the MDD at multiples of the estimate a decade apart and interpolates log MDD
+    between them: a grid three times finer moves the printed MDD by well under 1%."""
+    noise = ScoreNoise(1e-6, 0.0, ((1e-6, 0.0, 1000),), (1e-4, 1e-4), 1.0)
+    coarse = power_simulation.calibrated_mdd(noise, 2, 0.05, draws=256)
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-3, 1e3, 19))
+    assert power_simulation.calibrated_mdd(noise, 2, 0.05, draws=256) == pytest.approx(coarse, rel=0.005)
+    # above the known-noise MDD at the estimate: at one degree of freedom the estimate's spread is that wide
+    as_known = ScoreNoise(noise.fixed, noise.interaction, noise.terms, noise.seed)
+    known = power_simulation.known_mdd(power_simulation.decision_threshold(as_known, 2, 0.05, 256))
+    assert coarse > 1.5 * known
+
+
+def test_a_one_sided_primary_is_priced_at_its_own_level(tmp_path, monkeypatch):
+    """A one-sided primary decision calls the arm better where half the two-sided p is below 0.05: its
+    MDD is the simulated decision's at 0.10 two-sided (the arm's side only), and power there is 80% in
+    a brute-force simulation; the two-sided MDD would hold about 88% of the time."""
+    monkeypatch.setattr(power_simulation, "DRAWS", 1024)
+    primary = {"pair": ["b", "a"], "score": "accuracy:average", "sides": "one-sided"}
+    raw = pretrain_experiment(tmp_path, evaluation={"tasks": "offline", "primary": primary})
+    raw["pretrain"]["seeds"] = [1, 2, 3]
+    config = ExperimentConfig.model_validate(raw)
+    suite = load_suite()
+    noise = assumed_noise(power.task_items(config, suite), suite)["average"]
+    report = power.power_report(config)["primary"]
+    assert report["sides"] == "one-sided" and report["mdd"] == pytest.approx(mdd(noise, 3, 0.10, 1024))
+    assert brute_force_power(noise, 3, 0.10, report["mdd"]) == pytest.approx(0.80, abs=0.025)
+    assert brute_force_power(noise, 3, 0.10, mdd(noise, 3, 0.05, 1024)) > 0.84
+
+
+@pytest.mark.slow  # 24 calibrated MDDs
+@pytest.mark.xfail(strict=True, reason="calibrated_mdd takes the estimate as the truth when it picks k; where the "
+                   "documents make half of Var(D) the power at the MDD priced at c x the truth depends on the truth too")
+def test_a_from_run_mdd_holds_on_average_where_the_documents_make_half_the_noise():
+    """As test_the_primary_mdd_printed_from_a_run_holds_on_average_over_pilots_of_its_own_pair, with the
+    documents' fixed part as large as the seeds' part of Var(D) at 2 seeds: over pilots at even
+    quantiles of chi2(1) the power at the printed MDD should still average 0.78-0.82 (0.76 measured)."""
+    key = ("columns", "average")
+    truth = ScoreNoise(1e-4, 0.0, ((1e-4, 0.0, 1000),), (1e-4, 1e-4))
+    at_truth = power_simulation.decision_threshold(truth, 2, 0.05)
+    held = []
+    for w in stats.chi2.ppf((np.arange(24) + 0.5) / 24, 1):
+        scores = {key: {"a": np.zeros(2), "b": np.array([0.0, 0.02 * math.sqrt(w)])}}
+        family = power_measured.MeasuredFamily({}, {"t": (0.1, 0.0)}, 0.0, {"t": 1000}, {key: {"t": 1.0}}, scores, 2)
+        held.append(power_simulation.power_at(mdd(family.noise(key, ("b", "a")), 2, 0.05, draws=1024), at_truth))
+    assert 0.78 <= np.mean(held) <= 0.82
