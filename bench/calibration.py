@@ -644,7 +644,7 @@ def print_printed_rows(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.calibration", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="1,000 replicates a setting (under 5 minutes on 2 cores)")
+    parser.add_argument("--quick", action="store_true", help="1,000 replicates a setting (~12 min, --workers 2, 2 idle cores)")
     parser.add_argument("--replicates", type=int, help="replicates a setting (default 4,000; 1,000 with --quick)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--settings", help="only the settings whose name contains this text")
