@@ -99,8 +99,13 @@ def primary_level(sides: str) -> float:
 
 def power_at(difference: float, threshold: tuple[np.ndarray, np.ndarray]) -> float:
     """The chance the report calls a true `difference` (> 0) a result in its direction."""
+    return float(powers_at(np.array([difference]), threshold)[0])
+
+
+def powers_at(differences: np.ndarray, threshold: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """`power_at` at each of several true differences at once."""
     h, sd = threshold
-    return float(np.mean(special.ndtr((abs(difference) - h) / sd)))
+    return special.ndtr((np.abs(differences)[:, None] - h) / sd).mean(axis=1)
 
 
 def mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float | None:
@@ -125,48 +130,55 @@ def known_mdd(threshold: tuple[np.ndarray, np.ndarray]) -> float:
     return float(optimize.brentq(lambda d: power_at(d, threshold) - POWER, 0.0, high, xtol=1e-6 * typical))
 
 
-# multiples of the estimated seed variance an MDD is priced at; a decade apart, log MDD interpolated between them
-# came within 0.1% of 25 points' at 2 arms x 2 seeds (bench/calibration.py's noise)
-CALIBRATION_GRID = np.geomspace(1e-3, 1e3, 7)
-CALIBRATION_PILOTS = 64  # quantiles of the estimate's chi-square spread that the calibration averages over
+# multiples of the estimated seed variance the rule is solved at, half a decade apart; log MDD and log k are
+# interpolated between them (a grid 1.5x finer moves the printed MDD by under 0.5%: tests/test_power.py)
+CALIBRATION_GRID = np.geomspace(1e-3, 1e3, 13)
+CALIBRATION_PILOTS = 24  # quantiles of the estimate's chi-square spread each true variance's pilots are taken at
+# weight of the curvature of log k (per decade, squared) against the power's shortfall: the equations alone leave k
+# free to zigzag between neighbouring grid points (each true variance's pilots average k over three decades), the
+# smoothest solution does not; at 2 arms x 2 seeds with the documents half of Var(D) a weight 2.5x smaller or 4x
+# larger moves the printed MDD by about 3% and 1% (tests/test_power.py)
+CALIBRATION_SMOOTHNESS = 0.0125
 
 
 def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float:
     """The MDD of a score whose seeds' variance a run estimated on `noise.seed_df` degrees of freedom
     (the paired seed differences, the decision's own estimate): the known-noise MDD at the estimate
-    times k, with k such that over the pilots the estimate could come from (estimate = truth x
-    chi2(nu) / nu, at CALIBRATION_PILOTS even quantiles) the power at the MDD each would print
-    averages POWER, the estimate standing in for the truth. It assumes what makes that exact: with
-    the seeds' noise dominant, the power at the MDD priced at c times the truth depends on c alone,
-    not on the truth (bench/calibration.py's printed-MDD rows measure how close the printed MDDs
-    come). Averaging the power over the fiducial distribution of the true variance instead printed
-    2.1x the true MDD at 2 arms x 2 seeds (median over pilots; power 0.91, in a review's simulation),
-    and taking the estimate as the truth (k = 1) prints MDDs that hold far less often
-    (tests/test_power.py)."""
+    times k(estimate), the same rule a pilot applies to its own estimate. k is one curve over the seed
+    variance (in multiples x of the estimate; the documents' part, measured on many documents, fixed)
+    chosen so that for every true x on CALIBRATION_GRID the power at the MDDs printed by the pilots it
+    could give (estimates x chi2(nu) / nu at CALIBRATION_PILOTS even quantiles, each priced with k at its
+    own estimate) averages POWER; where the seeds' noise dominates k is one constant (the power at the
+    MDD priced at c times the truth depends on c alone), where the documents' does k hardly matters,
+    and between them a pilot that under-estimates the seeds prints near the documents' floor, losing
+    power that the ones over the truth cannot give back: taking k from the estimate as if it were the
+    truth printed MDDs whose power averaged 0.76 where the documents make half of Var(D)
+    (tests/test_power.py). The equations are solved by least squares with a small penalty on the
+    curvature of log k (CALIBRATION_SMOOTHNESS). Averaging the power over the fiducial distribution of
+    the true variance instead printed 2.1x the true MDD at 2 arms x 2 seeds (power 0.91)."""
     a, b = noise.seed
-    known = replace(noise, seed_df=None)
-    at_estimate = decision_threshold(known, seeds, alpha, draws)
-
-    def scaled(c: float) -> ScoreNoise:
-        return replace(known, seed=(c * a, c * b))
-
-    # the MDD at c x the estimate is smooth in log c (slope 1/2 where the seeds' noise dominates, 0 where the
-    # documents' does): interpolated there, and the power at it computed exactly (it bends sharply around c = 1)
     grid = np.log(CALIBRATION_GRID)
-    log_mdd = np.log([known_mdd(decision_threshold(scaled(c), seeds, alpha, draws)) for c in CALIBRATION_GRID])
+    thresholds = [decision_threshold(replace(noise, seed=(c * a, c * b), seed_df=None), seeds, alpha, draws)
+                  for c in CALIBRATION_GRID]
+    log_mdd = np.log([known_mdd(t) for t in thresholds])
+    # past the grid's ends log MDD goes on along its end slopes (1/2 where the seeds' noise alone sets it)
+    slopes = np.diff(log_mdd)[[0, -1]] / np.diff(grid)[[0, -1]]
     pilots = np.log(stats.chi2.ppf((np.arange(CALIBRATION_PILOTS) + 0.5) / CALIBRATION_PILOTS, noise.seed_df)
                     / noise.seed_df)
 
-    def shortfall(log_k: float) -> float:
-        return float(np.mean([power_at(math.exp(x), at_estimate)
-                              for x in np.interp(log_k + pilots, grid, log_mdd)])) - POWER
+    def printed(log_k: np.ndarray, estimates: np.ndarray) -> np.ndarray:  # log MDD printed at log estimates
+        at = np.interp(estimates, grid, log_k) + estimates  # k constant past the grid's ends
+        return np.interp(at, grid, log_mdd) + np.minimum(0.0, at - grid[0]) * slopes[0] \
+            + np.maximum(0.0, at - grid[-1]) * slopes[1]
 
-    # past the grid's ends the MDD is taken as at its ends (np.interp): there the documents' noise, or the seeds'
-    # alone, sets it
-    if shortfall(grid[0]) >= 0 or shortfall(grid[-1]) <= 0:  # the grid cannot tell: the estimate as the truth
-        return known_mdd(at_estimate)
-    log_k = optimize.brentq(shortfall, grid[0], grid[-1], xtol=1e-4)
-    return math.exp(float(np.interp(log_k, grid, log_mdd)))
+    def shortfalls(log_k: np.ndarray) -> np.ndarray:
+        power = [powers_at(np.exp(printed(log_k, x + pilots)), t).mean() for x, t in zip(grid, thresholds)]
+        # both terms are sums over the grid of what integrals over log10 x would hold: the solution does not depend on its step
+        curvature = np.diff(log_k, 2) / np.diff(np.log10(CALIBRATION_GRID[:3]), 1)[0] ** 2
+        return np.concatenate([np.array(power) - POWER, CALIBRATION_SMOOTHNESS * curvature])
+
+    log_k = optimize.least_squares(shortfalls, np.zeros(len(grid)), diff_step=1e-3).x
+    return math.exp(float(printed(log_k, np.zeros(1))[0]))
 
 
 def seeds_needed(difference: float, noise_at) -> int | None:
