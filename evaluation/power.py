@@ -50,7 +50,10 @@ counts are each task's scored split (evaluation/tasks/suite.yaml), or `evaluatio
 negative one as 0) from another config's evaluated runs instead (its largest rung with two arms or more on two seeds or
 more; what `--from-run` measures there), matched by family and benchmark name; a benchmark it did
 not measure (or whose documents did not vary) keeps the assumed values, and a flag given on the
-command line overrides the measured value of its parameter. A document's variance stays p (1 − p)
+command line overrides the measured value of its parameter. A measured sigma_seed is an estimate on
+K (S − 1) degrees of freedom (every arm's seeds pooled), and the scores priced on it get the MDD
+calibrated over what that estimate leaves possible, as `--from-run`'s (calibrated_mdd); one stated
+with `--seed-std` is taken as known. A document's variance stays p (1 − p)
 at `--accuracy` for accuracy (a small model near chance says little of a large one's) and is
 measured for the other families, which only a run can price.
 
@@ -140,13 +143,16 @@ def informative(measured: dict[str, UnitNoise] | None, unit: str) -> bool:
 
 def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions = PowerAssumptions(),
                   family: Family | None = None, measured: dict[str, UnitNoise] | None = None,
-                  keep: frozenset[str] = frozenset(), seed_correlation: float | None = None) -> dict[str, ScoreNoise]:
+                  keep: frozenset[str] = frozenset(), seed_correlation: float | None = None,
+                  seed_df: float | None = None) -> dict[str, ScoreNoise]:
     """The noise of every column (average, categories) and benchmark of a family (default: the
     suite's accuracy), with the same assumed noise for every benchmark; with `measured` (a run's,
     run_noise), each benchmark's rho, phi and sigma_seed as measured but those named in `keep` (stated
     on the command line), and its document variance too where nothing is assumed for it (a
     continuous family; accuracy keeps p (1 − p) at `a.accuracy`, as a small model near chance says
-    little of a large one's); `seed_correlation`: a measured rho_seed (default: `a`'s)."""
+    little of a large one's); `seed_correlation`: a measured rho_seed (default: `a`'s); `seed_df`: the
+    degrees of freedom of the measured sigma_seed, which every score with a benchmark whose sigma_seed was
+    measured is priced on (ScoreNoise.seed_df: the MDD calibrated as a from-run one is)."""
     family = family or families(suite, [])["accuracy"]
     tasks = {b.name: b.form(suite.headline) for b in suite.benchmarks}
     units = {u: {f"{u}/{i}": w for i, w in enumerate(ws.values())} for u, ws in family.units.items()}
@@ -161,9 +167,14 @@ def assumed_noise(items: dict[str, list[int]], suite: Suite, a: PowerAssumptions
 
     noise = {u: taken(measured[u]) if informative(measured, u) else same for u in family.units}
     correlation = a.seed_correlation if seed_correlation is None else seed_correlation
-    out = {c: score_noise(w, units, counts, noise, correlation) for c, w in family.columns.items()
-           if c != "average_centered"}
-    return out | {u: score_noise({u: 1.0}, units, counts, noise, correlation) for u in family.units}
+    estimated = {u for u in family.units if informative(measured, u)} if seed_df and "seed_std" not in keep else set()
+
+    def priced(weights: dict[str, float]) -> ScoreNoise:
+        return replace(score_noise(weights, units, counts, noise, correlation),
+                       seed_df=seed_df if estimated & set(weights) else None)
+
+    return {c: priced(w) for c, w in family.columns.items() if c != "average_centered"} \
+        | {u: priced({u: 1.0}) for u in family.units}
 
 
 def noise_sources(a: PowerAssumptions, measured: RunNoise | None, given: frozenset[str]) -> dict[str, str]:
@@ -200,7 +211,8 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     correlation = {name: max(0.0, measured.seed_correlation[name])
                    if measured and "seed_correlation" not in given and name in measured.seed_correlation else None
                    for name in shown}
-    noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name), given, correlation[name]) for name in shown}
+    noise = {name: assumed_noise(items, suite, a, fams[name], by_unit.get(name), given, correlation[name],
+                                 measured.seed_df.get(name) if measured else None) for name in shown}
     level = {name: {score: levels[name, "columns" if score in fams[name].columns else "units", score] for score in n}
              for name, n in noise.items()}
     mdds = {name: {score: mdd(x, seeds, level[name][score][0]) for score, x in n.items()} for name, n in noise.items()}

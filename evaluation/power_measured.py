@@ -201,6 +201,12 @@ class MeasuredFamily:
     pair_tasks: dict[frozenset, dict[str, tuple[float, float]]] = field(default_factory=dict)  # each pair's own `tasks`
 
     @property
+    def seed_std_df(self) -> float:
+        """The degrees of freedom of each unit's measured sigma_seed: every arm's variance across its
+        seeds, pooled over the K arms, on K (S − 1)."""
+        return float(len(next(iter(self.seed_scores.values()))) * (self.seeds - 1))
+
+    @property
     def arm_seed(self) -> dict[tuple[str, str], dict[str, float]]:
         """score -> arm -> its variance across the seeds."""
         return {key: {arm: float(np.var(v, ddof=1)) for arm, v in by_arm.items()} for key, by_arm in self.seed_scores.items()}
@@ -266,6 +272,9 @@ class RunNoise:
     units: dict[str, dict[str, UnitNoise]]
     seed_correlation: dict[str, float]
     source: str
+    # per family, the degrees of freedom of each benchmark's measured sigma_seed (MeasuredFamily.seed_std_df); a
+    # family without one: its sigma_seed taken as known
+    seed_df: dict[str, float] = field(default_factory=dict)
 
 
 def run_noise(config: ExperimentConfig) -> RunNoise:
@@ -279,7 +288,8 @@ def run_noise(config: ExperimentConfig) -> RunNoise:
             return RunNoise({name: m.units for name, m in fams.items()},
                             {name: m.seed_correlation for name, m in fams.items()},
                             f"{config.name}, rung {rung} ({', '.join(summary['arms'])} on seeds "
-                            f"{summary['measured_on_seeds']})")
+                            f"{summary['measured_on_seeds']})",
+                            {name: m.seed_std_df for name, m in fams.items()})
     raise SystemExit(f"evaluation.power --noise-from: {config.name}: no rung has two arms evaluated on two seeds "
                      "or more: nothing to measure the noise on; evaluate two arms on two seeds there first, or "
                      "leave --noise-from out (assumed noise)")

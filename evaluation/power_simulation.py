@@ -171,8 +171,13 @@ def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | Non
         return np.interp(at, grid, log_mdd) + np.minimum(0.0, at - grid[0]) * slopes[0] \
             + np.maximum(0.0, at - grid[-1]) * slopes[1]
 
+    # each true variance's power as a function of log d, tabulated once (smooth: interpolated between points
+    # 1/64 of a unit of log d apart) over the MDDs a pilot can print, widened to where it is 0 or 1
+    log_d = np.linspace(log_mdd[0] - 3.0, log_mdd[-1] + 3.0, int(64 * (log_mdd[-1] - log_mdd[0] + 6.0)))
+    curves = [powers_at(np.exp(log_d), t) for t in thresholds]
+
     def shortfalls(log_k: np.ndarray) -> np.ndarray:
-        power = [powers_at(np.exp(printed(log_k, x + pilots)), t).mean() for x, t in zip(grid, thresholds)]
+        power = [np.interp(printed(log_k, x + pilots), log_d, curve).mean() for x, curve in zip(grid, curves)]
         # both terms are sums over the grid of what integrals over log10 x would hold: the solution does not depend on its step
         curvature = np.diff(log_k, 2) / np.diff(np.log10(CALIBRATION_GRID[:3]), 1)[0] ** 2
         return np.concatenate([np.array(power) - POWER, CALIBRATION_SMOOTHNESS * curvature])

@@ -159,6 +159,7 @@ def test_noise_from_a_named_run_replaces_rho_phi_and_the_seed_sd_and_states_each
     import json
 
     monkeypatch.setattr(power_simulation, "DRAWS", 256)  # what is tested is which noise each line takes and names
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-2, 1e2, 5))
     raw, config = hand_computed_run(tmp_path)  # rho 1 − 0.25 / (2 x 7/24), phi 0, seed SD 0.25
     path = tmp_path / "exp.json"
     path.write_text(json.dumps(raw))
@@ -179,6 +180,22 @@ def test_noise_from_a_named_run_replaces_rho_phi_and_the_seed_sd_and_states_each
     assert power.main([str(path)]) == 0
     out = capsys.readouterr().out
     assert "seed-by-document share phi: 0.70, assumed, the low end of the demo's" in out
+
+
+def test_noise_from_a_named_run_prices_its_measured_seed_sd_on_its_degrees_of_freedom(tmp_path):
+    """A seed SD measured on a named run is an estimate, priced as a from-run MDD prices its own: every
+    arm's seeds pooled, K (S − 1) degrees of freedom (2 arms x 2 seeds: 2), on every score with a
+    benchmark whose seed SD was measured; a seed SD stated on the command line is taken as known."""
+    _, config = hand_computed_run(tmp_path)
+    measured = power_measured.run_noise(config)
+    assert measured.seed_df["accuracy"] == 2.0
+    suite = load_suite()
+    items = power.task_items(config, suite)
+    kept = assumed_noise(items, suite, measured=measured.units["accuracy"], seed_df=measured.seed_df["accuracy"])
+    assert kept["average"].seed_df == 2.0 and kept["MMLU"].seed_df == 2.0
+    stated = assumed_noise(items, suite, measured=measured.units["accuracy"], keep=frozenset({"seed_std"}),
+                           seed_df=measured.seed_df["accuracy"])
+    assert stated["average"].seed_df is None
 
 
 def test_seeds_needed_is_the_fewest_that_reach_eighty_percent():
