@@ -143,7 +143,8 @@ CALIBRATION_SMOOTHNESS = 0.0125
 
 def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | None = None) -> float:
     """The MDD of a score whose seeds' variance a run estimated on `noise.seed_df` degrees of freedom
-    (the paired seed differences, the decision's own estimate): the known-noise MDD at the estimate
+    (the paired seed differences, the decision's own estimate; or a named run's arms' seed variances):
+    the known-noise MDD at the estimate
     times k(estimate), the same rule a pilot applies to its own estimate. k is one curve over the seed
     variance (in multiples x of the estimate; the documents' part, measured on many documents, fixed)
     chosen so that for every true x on CALIBRATION_GRID the power at the MDDs printed by the pilots it
@@ -177,7 +178,7 @@ def calibrated_mdd(noise: ScoreNoise, seeds: int, alpha: float, draws: int | Non
     curves = [powers_at(np.exp(log_d), t) for t in thresholds]
 
     def shortfalls(log_k: np.ndarray) -> np.ndarray:
-        power = [np.interp(printed(log_k, x + pilots), log_d, curve).mean() for x, curve in zip(grid, curves)]
+        power = [np.interp(printed(log_k, x + pilots), log_d, curve).mean() for x, curve in zip(grid, curves, strict=True)]
         # both terms are sums over the grid of what integrals over log10 x would hold: the solution does not depend on its step
         curvature = np.diff(log_k, 2) / np.diff(np.log10(CALIBRATION_GRID[:3]), 1)[0] ** 2
         return np.concatenate([np.array(power) - POWER, CALIBRATION_SMOOTHNESS * curvature])

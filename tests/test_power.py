@@ -130,6 +130,7 @@ def hand_computed_run(tmp_path):
 
 def test_power_from_a_run_equals_a_hand_computation(tmp_path, monkeypatch):
     monkeypatch.setattr(power_simulation, "DRAWS", 512)  # the hand computation runs the same simulation, same draws
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-2, 1e2, 5))  # and the same calibration
     raw, config = hand_computed_run(tmp_path)
     accuracy = power_measured.run_power(config)["families"]["accuracy"]
     noise = accuracy["noise"]["MMLU"]
@@ -159,7 +160,7 @@ def test_noise_from_a_named_run_replaces_rho_phi_and_the_seed_sd_and_states_each
     import json
 
     monkeypatch.setattr(power_simulation, "DRAWS", 256)  # what is tested is which noise each line takes and names
-    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-2, 1e2, 5))
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-1, 1e1, 3))
     raw, config = hand_computed_run(tmp_path)  # rho 1 − 0.25 / (2 x 7/24), phi 0, seed SD 0.25
     path = tmp_path / "exp.json"
     path.write_text(json.dumps(raw))
