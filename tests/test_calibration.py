@@ -3,9 +3,11 @@ split over workers."""
 
 import json
 
+import numpy as np
 import pytest
 
-from bench import calibration
+from bench import calibration, printed_mdd, rho_coverage
+from evaluation import power_simulation
 
 
 @pytest.mark.slow
@@ -51,3 +53,18 @@ def test_calibration_writes_every_setting_and_does_not_depend_on_the_split(tmp_p
     assert all(r["untested_p_rate"] == 0 for r in results) and 0 <= results[4]["rho_coverage"] <= 1
     split = calibration.run(settings, 6, workers=2)
     assert json.loads(json.dumps(split)) == results
+
+
+@pytest.mark.slow  # 3 calibrated MDDs and a few bootstrapped rho intervals
+def test_the_printed_mdd_and_rho_coverage_benches_write_their_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(printed_mdd, "FROM_RUN_DRAWS", 128)
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-1, 1e1, 3))
+    # the documents' part scaled to the seeds' part of Var(D), as the bench's middle row
+    noise = printed_mdd.truth(2, 1.0)
+    assert noise.fixed + noise.interaction / 2 == pytest.approx(sum(noise.seed) / 2)
+    row = printed_mdd.power_over_pilots(noise, 2, 1.0, 0.05, pilots=200, points=3)
+    assert 0 < row["power_at_printed_mdd"] < 1 and 0 < row["power_se"] < 0.05 and row["printed_over_true_median"] > 1
+    out = tmp_path / "rho.json"
+    assert rho_coverage.main(["--pilots", "3", "--draws", "20", "--settings", "2 arms", "--out", str(out)]) == 0
+    [rho] = json.loads(out.read_text())
+    assert rho["pilots"] == 3 and rho["coverage"] + rho["interval_below_planted"] + rho["interval_above_planted"] == 1
