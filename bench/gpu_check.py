@@ -13,11 +13,11 @@ in one table, sized for a short allocation (its runs stop at `--budget` seconds,
    Transformer Engine's layer spec where it imports, with megatron's unfused attention at a
    micro-batch that fits (for the record: what a pip-installed node ran before SDPA), and at the
    other `--micro-batch` sizes.
-Each run is its own process (its own memory, and a failure is a row, not the end; on CPU forked
-from a server that imported the rows' packages once), in that order until the budget is spent (a row not run says so). Every step is timed until the device has
-finished it (optimizer included); MFU counts causal attention (configs/model.py), with the full
-score matrix in a column of its own. The table gives tokens/s per GPU, step time, MFU against the
-spec-sheet and the measured peak, peak memory.
+Each run is its own process (its own memory, and a failure is a row, not the end; on CPU forked from
+a server that imported the rows' packages once), in that order until the budget is spent (a row not
+run says so). Every step is timed until the device has finished it (optimizer included); MFU counts
+causal attention (configs/model.py), with the full score matrix in a column of its own. The table
+gives tokens/s per GPU, step time, MFU against the spec-sheet and the measured peak, peak memory.
 
 Writes `<out-dir>/gpu_check.json` and each run's JSON and log, and on a GPU the record the tables of
 docs/reference/gpu-figures.md are made from: `<record-dir>/gpu_check-<gpu>-<model>.json`
@@ -80,11 +80,12 @@ def run_module(module: str, argv: list[str], log: Path) -> None:
 
 
 def row_processes(cuda: bool):
-    """Where the rows' processes come from: a fork server, which on CPU has imported what every row
-    imports (torch, transformers, megatron-core and the training loop: seconds of CPU a row). Not on
-    a GPU: megatron-core may touch CUDA as it imports, and a process forked after that cannot use it."""
+    """Where the rows' processes come from: a fork server, which on CPU has imported what the rows
+    import (torch, megatron-core, transformers' Llama and the training loop: ~7 s of CPU a row). Not
+    on a GPU: megatron-core may touch CUDA as it imports, and a process forked after that cannot use it."""
     rows = multiprocessing.get_context("forkserver")
-    rows.set_forkserver_preload([] if cuda else ["torch", "transformers", "pretrain.train", "configs.experiment"])
+    rows.set_forkserver_preload([] if cuda else ["torch", "megatron.core", "transformers.models.llama.modeling_llama",
+                                                 "pretrain.train", "pretrain.model", "configs.experiment"])
     return rows
 
 
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"… {run}", flush=True)
         slug = re.sub(r"[^a-z0-9]+", "_", run)
-        rows.append(run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left), processes) | {"run": run})
+        row = run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left), processes)
+        rows.append(row | {"run": run})
     if not te:
         rows.append({"run": "megatron te", "error": "Transformer Engine does not import here (docs/explanation/pretraining.md)"})
 
