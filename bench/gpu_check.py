@@ -13,11 +13,11 @@ in one table, sized for a short allocation (its runs stop at `--budget` seconds,
    Transformer Engine's layer spec where it imports, with megatron's unfused attention at a
    micro-batch that fits (for the record: what a pip-installed node ran before SDPA), and at the
    other `--micro-batch` sizes.
-Each run is its own process (its own memory, and a failure is a row, not the end), in that order
-until the budget is spent (a row not run says so). Every step is timed until the device has
-finished it (optimizer included); MFU counts causal attention (configs/model.py), with the full
-score matrix in a column of its own. The table gives tokens/s per GPU, step time, MFU against the
-spec-sheet and the measured peak, peak memory.
+Each run is its own process (its own memory, and a failure is a row, not the end; on CPU forked from
+a server that imported the rows' packages once), in that order until the budget is spent (a row not
+run says so). Every step is timed until the device has finished it (optimizer included); MFU counts
+causal attention (configs/model.py), with the full score matrix in a column of its own. The table
+gives tokens/s per GPU, step time, MFU against the spec-sheet and the measured peak, peak memory.
 
 Writes `<out-dir>/gpu_check.json` and each run's JSON and log, and on a GPU the record the tables of
 docs/reference/gpu-figures.md are made from: `<record-dir>/gpu_check-<gpu>-<model>.json`
@@ -32,7 +32,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import multiprocessing
+import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -46,22 +49,44 @@ GOAL_MFU = 0.40  # of the spec-sheet peak (causal-attention FLOPs), on an H100/H
 MEASURED = Path(__file__).resolve().parent / "measured"  # the tracked records
 
 
-def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: float) -> dict:
-    """One benchmark process; its JSON row, or a row that says why there is none."""
+def run_bench(name: str, module: str, argv: list[str], out_dir: Path, timeout: float, rows) -> dict:
+    """One benchmark process (`python -m module argv`, forked from `rows`' server); its JSON row, or
+    a row that says why there is none."""
     out, log = out_dir / f"{name}.json", out_dir / f"{name}.log"
     began = time.perf_counter()
-    try:
-        with log.open("w") as stream:
-            done = subprocess.run([sys.executable, "-m", module, *argv, "--out", str(out)], stdout=stream,
-                                  stderr=subprocess.STDOUT, timeout=timeout)
-        failed = f"exit {done.returncode}" if done.returncode else None
-    except subprocess.TimeoutExpired:
+    process = rows.Process(target=run_module, args=(module, [*argv, "--out", str(out)], log))
+    process.start()
+    process.join(timeout)
+    if process.is_alive():
+        process.kill()
+        process.join()
         failed = f"timed out after {timeout:.0f} s"
+    else:
+        failed = f"exit {process.exitcode}" if process.exitcode else None
     seconds = time.perf_counter() - began
     if failed or not out.is_file():
         tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:] or [""]
         return {"run": name, "error": f"{failed or 'no result'}: {tail[0][:160]}", "log": str(log), "seconds": seconds}
     return json.loads(out.read_text()) | {"run": name, "log": str(log), "seconds": seconds}
+
+
+def run_module(module: str, argv: list[str], log: Path) -> None:
+    """A row's process: `python -m module argv`, its stdout and stderr (a traceback too) into `log`."""
+    with log.open("w") as stream:
+        os.dup2(stream.fileno(), 1)
+        os.dup2(stream.fileno(), 2)
+    sys.argv = [module, *argv]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def row_processes(cuda: bool):
+    """Where the rows' processes come from: a fork server, which on CPU has imported what the rows
+    import (torch, megatron-core, transformers' Llama and the training loop: ~7 s of CPU a row). Not
+    on a GPU: megatron-core may touch CUDA as it imports, and a process forked after that cannot use it."""
+    rows = multiprocessing.get_context("forkserver")
+    rows.set_forkserver_preload([] if cuda else ["torch", "megatron.core", "transformers.models.llama.modeling_llama",
+                                                 "pretrain.train", "pretrain.model", "configs.experiment"])
+    return rows
 
 
 def machine() -> dict:
@@ -150,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
                  [*shape, "--attention", "unfused", "--micro-batch", str(args.unfused_micro_batch)]))
     runs += [(f"megatron sdpa mb{m}", "bench.pretrain", [*shape, "--attention", "sdpa", "--micro-batch", str(m)])
              for m in more]
+    processes = row_processes(torch.cuda.is_available())
     rows, deadline = [], time.perf_counter() + args.budget
     for run, module, run_argv in runs:
         left = deadline - time.perf_counter()
@@ -158,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"… {run}", flush=True)
         slug = re.sub(r"[^a-z0-9]+", "_", run)
-        rows.append(run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left)) | {"run": run})
+        row = run_bench(slug, module, [*run_argv, "--name", run], args.out_dir, min(args.timeout, left), processes)
+        rows.append(row | {"run": run})
     if not te:
         rows.append({"run": "megatron te", "error": "Transformer Engine does not import here (docs/explanation/pretraining.md)"})
 

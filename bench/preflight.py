@@ -245,6 +245,13 @@ def measure_labeler(labeler_config, pages: list[str]) -> dict:
     return result
 
 
+def engine_core_in_process() -> None:
+    """On CPU (code paths only), vLLM's engine core in the labeler's process: its default starts
+    two more processes that import vLLM and torch again (~17 s of CPU, most of the check's engine
+    start). The labeling path is the same; on a GPU the engine runs as the Dripper step runs it."""
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+
+
 def _labeler_run(labeler_config, blocks: list) -> tuple[dict, list]:
     from corpus.extractors.dripper.labelers import build_labeler
     from corpus.shims import shut_down_engine
@@ -515,7 +522,8 @@ def preflight(config: ExperimentConfig, pages: int, page_file: Path | None, step
     labeler_config = labeler_under_test(config, out, cuda)
     if labeler_config is not None:
         # in its own process, so that the vLLM engine has let go of the GPU before training starts
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=None if cuda else engine_core_in_process) as pool:
             report["labeler"] = pool.submit(measure_labeler, labeler_config, preflight_pages(pages, page_file, cuda)).result()
         lab = report["labeler"]
         report["checks"].append(check("labeler", lab["labelled"] > 0,

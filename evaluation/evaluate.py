@@ -116,7 +116,10 @@ def task_manager(config: ExperimentConfig):
         paths.append(str(write_offline_tasks(folder, config.evaluation.offline_items)))
     if config.evaluation.clean_text.sets:
         paths.append(str(write_clean_text_tasks(config.output_root / "eval" / "clean_text", config.evaluation.clean_text)))
-    return TaskManager(include_path=paths)
+    # offline, every task is on these paths (each includes its builtin YAML by path): lm-eval's own
+    # index of ~15,000 tasks (~9 s of CPU) is needed only for tasks named from it, its perplexity ones
+    builtin = config.evaluation.tasks != "offline" or bool(config.evaluation.clean_text.lm_eval_tasks)
+    return TaskManager(include_path=paths, include_defaults=builtin)
 
 
 def evaluated_tasks(config: ExperimentConfig, shots: int) -> list[str]:

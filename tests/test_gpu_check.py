@@ -63,3 +63,17 @@ def test_a_check_past_its_budget_says_which_rows_it_did_not_run(tmp_path):
     assert all(r["error"].startswith(("not run: the check's --budget of 0 s was spent", "Transformer Engine"))
                for r in rows)
     assert not list(tmp_path.glob("gpu_check-*.json"))
+
+
+def test_a_row_whose_process_fails_or_overruns_is_a_row_that_says_so(tmp_path):
+    """bench.gpu_check's row processes (a bare fork server, as on a GPU): a failing module's exit and
+    its last log line, and a run past its timeout killed."""
+    from bench.gpu_check import row_processes, run_bench
+
+    processes = row_processes(cuda=True)
+    failed = run_bench("missing", "no_such_module_xyz", [], tmp_path, 60, processes)
+    assert failed["error"].startswith("exit 1: ") and "no_such_module_xyz" in failed["error"]
+    assert "no_such_module_xyz" in (tmp_path / "missing.log").read_text()
+    (tmp_path / "sleeps.py").write_text("import time\ntime.sleep(60)\n")
+    slow = run_bench("slow", "cProfile", [str(tmp_path / "sleeps.py")], tmp_path, 1, processes)  # a module taking any args
+    assert slow["error"].startswith("timed out after 1 s") and slow["seconds"] < 30
