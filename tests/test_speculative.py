@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from conftest import TEST_KV_CACHE_BYTES
 from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, build_labeler, release_labelers
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.draft import BlockDraft
@@ -135,8 +136,24 @@ def labeler_pages(generated: int, real: int):
     return pages
 
 
+def label_plain_and_drafted(common: dict, draft_model: str, pages: list[BlockPage]):
+    """In the vLLM host: the pages' labels by plain greedy decoding, by the drafted engine, and by
+    the drafted engine given plain decoding's labels as its draft."""
+    try:
+        plain = build_labeler(VllmLabelerConfig(**common)).label(pages)
+    finally:
+        release_labelers()
+    try:
+        labeler = build_labeler(VllmLabelerConfig(**common, draft_model=draft_model))
+        drafted = labeler.label(pages)
+        perfect = labeler.label(pages, drafts=[r.labels for r in plain])
+    finally:
+        release_labelers()
+    return plain, drafted, perfect
+
+
 @pytest.mark.slow
-def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_model, draft_model):
+def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_model, draft_model, vllm_host):
     """The same tiny steered model in vLLM (greedy, mineru-html's regex), without and with the block
     classifier's draft, on generated pages and real annotated ones: identical labels on every
     page; with the draft the answers take fewer forward passes, and a draft equal to the answer
@@ -147,17 +164,8 @@ def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_mode
     pages = labeler_pages(20, real=20)
     # float32: the test is of the algorithm; a GPU's bf16 near-ties are counted by bench.labeler_gpu
     common = {"kind": "vllm", "model": str(random_model), "max_context_tokens": 4096, "max_output_tokens": 1024,
-              "gpu_memory_utilization": 0.05, "draft_tokens": 16, "dtype": "float32"}
-    try:
-        plain = build_labeler(VllmLabelerConfig(**common)).label(pages)
-    finally:
-        release_labelers()
-    try:
-        labeler = build_labeler(VllmLabelerConfig(**common, draft_model=str(draft_model)))
-        drafted = labeler.label(pages)
-        perfect = labeler.label(pages, drafts=[r.labels for r in plain])
-    finally:
-        release_labelers()
+              "engine_kwargs": {"kv_cache_memory_bytes": TEST_KV_CACHE_BYTES}, "draft_tokens": 16, "dtype": "float32"}
+    plain, drafted, perfect = vllm_host.submit(label_plain_and_drafted, common, str(draft_model), pages).result()
     assert sum(r.ok for r in plain) >= 0.9 * len(pages)
     for i, (a, b, c) in enumerate(zip(plain, drafted, perfect, strict=True)):
         assert (a.labels, a.error) == (b.labels, b.error) == (c.labels, c.error), f"page {i}"
