@@ -6,7 +6,7 @@ import random
 import pytest
 
 from conftest import TEST_KV_CACHE_BYTES
-from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, build_labeler, release_labelers
+from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, get_labeler, release_labelers
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.draft import BlockDraft
 from corpus.extractors.dripper.labelers.speculative import CLOSE, OPEN, answer_passes, rest_of_answer
@@ -81,7 +81,9 @@ def draft_model(tmp_path_factory):
     from corpus.extractors.block_classifier.model import train
     from corpus.extractors.dripper.draft_training import draft_examples
 
-    model = train(draft_examples(draft_training_pages(60, seed=3)), "gbdt", trees=60, unit="items")
+    # 30 pages and 30 trees (a tenth of 60 x 60's CPU time) still agree with the marks on 99% of
+    # another seed's blocks, and disagree with the random labeler's answers on many
+    model = train(draft_examples(draft_training_pages(30, seed=3)), "gbdt", trees=30, unit="items")
     return model.save(tmp_path_factory.mktemp("draft"))
 
 
@@ -138,13 +140,13 @@ def labeler_pages(generated: int, real: int):
 
 def label_plain_and_drafted(common: dict, draft_model: str, pages: list[BlockPage]):
     """In the vLLM host: the pages' labels by plain greedy decoding, by the drafted engine, and by
-    the drafted engine given plain decoding's labels as its draft."""
+    the drafted engine given plain decoding's labels as its draft (each engine shut down after)."""
     try:
-        plain = build_labeler(VllmLabelerConfig(**common)).label(pages)
+        plain = get_labeler(VllmLabelerConfig(**common)).label(pages)
     finally:
         release_labelers()
     try:
-        labeler = build_labeler(VllmLabelerConfig(**common, draft_model=draft_model))
+        labeler = get_labeler(VllmLabelerConfig(**common, draft_model=draft_model))
         drafted = labeler.label(pages)
         perfect = labeler.label(pages, drafts=[r.labels for r in plain])
     finally:
