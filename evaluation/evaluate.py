@@ -116,7 +116,9 @@ def task_manager(config: ExperimentConfig):
         paths.append(str(write_offline_tasks(folder, config.evaluation.offline_items)))
     if config.evaluation.clean_text.sets:
         paths.append(str(write_clean_text_tasks(config.output_root / "eval" / "clean_text", config.evaluation.clean_text)))
-    return TaskManager(include_path=paths)
+    # offline, every task is a file here that includes its builtin YAML by path: lm-eval's index of
+    # its own 14,000 YAMLs (seconds of CPU a process) would find nothing more
+    return TaskManager(include_path=paths, include_defaults=config.evaluation.tasks != "offline")
 
 
 def evaluated_tasks(config: ExperimentConfig, shots: int) -> list[str]:
