@@ -421,9 +421,9 @@ def metric_samples(metric: str, values) -> list[dict]:
 
 
 # vLLM on CPU starts each engine as two spawned processes (engine core, worker), each importing
-# torch and vLLM anew: about 25 s of CPU an engine on these cores, for a tiny model that loads in
+# torch and vLLM anew: over 20 s of CPU an engine on these cores, for a tiny model that loads in
 # 0.3 s. In one process of its own, with these variables, every engine runs inside it instead; one
-# OMP thread, or its ops' spinning threads contend with the other pytest worker's (7x slower)
+# OMP thread, or its ops' spinning threads contend with the other pytest worker's (8x slower)
 VLLM_HOST_ENVIRONMENT = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 # the engines' KV cache, set rather than a share of the machine's memory (which vLLM measures by
 # profiling a forward pass, and which another engine in the same process would already hold):
