@@ -415,3 +415,42 @@ def write_eval_run(config: ExperimentConfig, arm: str, seed: int, step: int, sam
 def metric_samples(metric: str, values) -> list[dict]:
     """Logged documents carrying only `metric`'s value each."""
     return [{metric: float(v)} for v in values]
+
+
+# ---------------------------------------------------------------- real vLLM engines
+
+
+# vLLM on CPU starts each engine as two spawned processes (engine core, worker), each importing
+# torch and vLLM anew: over 20 s of CPU an engine on these cores, for a tiny model that loads in
+# 0.3 s. In one process of its own, with these variables, every engine runs inside it instead; one
+# OMP thread, or its ops' spinning threads contend with the other pytest worker's (8x slower)
+VLLM_HOST_ENVIRONMENT = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
+# the engines' KV cache, set rather than a share of the machine's memory (which vLLM measures by
+# profiling a forward pass, and which another engine in the same process would already hold):
+# 256K tokens of the random labeler (1 KiB a token in float32), every test page at once
+TEST_KV_CACHE_BYTES = 256 << 20
+
+
+def fork_by_default() -> None:
+    """A spawned process starts its own processes by spawning; datatrove's extractor sandbox
+    (its worker a local class) needs them forked, as in the pytest worker."""
+    import multiprocessing
+
+    multiprocessing.set_start_method("fork", force=True)
+
+
+@pytest.fixture(scope="session")
+def vllm_host():
+    """A process for the tests that start real vLLM engines: `vllm_host.submit(function, *args)`
+    runs a module-level function there. Engines never start in the pytest worker itself: an
+    in-process vLLM worker pins torch's thread count for good (it replaces `torch.set_num_threads`)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    host = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=fork_by_default)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in VLLM_HOST_ENVIRONMENT.items():
+            patch.setenv(name, value)
+        host.submit(os.getpid).result()  # the process starts now, with this environment
+    with host:
+        yield host

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import corpus.extractors.dripper.step as dripper
-from conftest import StubCompletionsServer, make_config
+from conftest import TEST_KV_CACHE_BYTES, StubCompletionsServer, make_config
 from corpus.accounting.ledger import ledgers
 from corpus.extractors.dripper.labelers import MAIN, BlockLabeler, BlockPage, PageLabels, release_labelers
 from corpus.extractors.dripper.labelers.config import EndpointLabelerConfig
@@ -162,19 +162,24 @@ def test_endpoint_labeler_sends_the_constrained_request(stub_server, random_mode
             assert set(result.labels) == set(page.item_ids)
 
 
+def extract_and_release(config):
+    """In the vLLM host: the extract stage of every arm."""
+    try:
+        return run_corpus(config, until="extract")
+    finally:
+        release_labelers()  # the engine shuts down now, not at the host's exit
+
+
 @pytest.mark.slow
-def test_vllm_labeler_drives_the_real_engine_end_to_end(tmp_path, sample_dir, random_model):
+def test_vllm_labeler_drives_the_real_engine_end_to_end(tmp_path, sample_dir, random_model, vllm_host):
     """A tiny random decoder in a real vLLM engine: every answer parses and covers exactly its
     page's block ids; pages over the context fall back to Trafilatura, counted."""
     # the random model spells its answer one character per token: leave room for that
     labeler = {"kind": "vllm", "model": str(random_model), "max_context_tokens": 2048, "max_output_tokens": 1024,
-               "answer_margin_tokens": 512, "gpu_memory_utilization": 0.05}  # on CPU: share of RAM (tests run two at once)
+               "answer_margin_tokens": 512, "engine_kwargs": {"kv_cache_memory_bytes": TEST_KV_CACHE_BYTES}}
     config = make_config(tmp_path / "out", sample_dir / "sample.warc.gz",
                          {"trafilatura": TRAFILATURA, "dripper": dripper_arm(labeler)})
-    try:
-        summaries = run_corpus(config, until="extract")
-    finally:
-        release_labelers()  # the engine shuts down now, while pytest's streams are open
+    summaries = vllm_host.submit(extract_and_release, config).result()
     check_accounting(config, summaries, sample_dir)
     drip = next(s for s in summaries if s["arm"] == "dripper")
     assert drip["extracted"] > 0, drip

@@ -116,3 +116,17 @@ def test_the_language_pre_filter_removes_records_from_every_arm_and_nothing_else
         assert set(all_docs) - set(kept) <= removed[arm] and set(kept) <= set(all_docs)  # only its records are missing
         assert all(kept[i] == all_docs[i] for i in kept)  # and the rest are the same documents
     assert len(set(map(frozenset, removed.values()))) == 1  # the same records in every arm
+
+
+def test_url_filters_share_one_suffix_trie_and_one_list_with_the_same_own_domains():
+    import pickle
+
+    first, second = OfflineURLFilter(extra_domains=["x.example.com"]), OfflineURLFilter(extra_domains=["x.example.com"])
+    first.download_data()
+    second.download_data()
+    assert first.tldextractor is second.tldextractor  # built at the first URL, once a process
+    assert first.block_listed_domains is second.block_listed_domains  # the union made once
+    assert "x.example.com" in first.block_listed_domains
+    copy = pickle.loads(pickle.dumps(first))  # a step sent to a worker: the worker's own extractor
+    assert copy.tldextractor is first.tldextractor and copy.block_listed_domains == first.block_listed_domains
+    assert copy.filter(Document(text="", id="x", metadata={"url": "https://x.example.com/a.html"}))[0] is False

@@ -79,8 +79,10 @@ def test_continuous_metrics_find_the_real_gold_on_real_items(tmp_path, tiny_lm, 
         golds[task] = [r[gold] if gold else None for r in rows]
         docs = [convert(r) for r in rows]
         write_local_task(tmp_path, task, included_yaml(task), {split: docs for split in task_splits(task)})
+    # every task is a local file including its builtin YAML by path: no index of lm-eval's own needed
     run = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={tiny_lm},dtype=float32", tasks=list(REAL),
-                                  task_manager=TaskManager(include_path=[str(TASKS_DIR), str(tmp_path)]), batch_size=8,
+                                  task_manager=TaskManager(include_path=[str(TASKS_DIR), str(tmp_path)], include_defaults=False),
+                                  batch_size=8,
                                   device="cpu", log_samples=True)
     for task in REAL:
         config = run["configs"][task]

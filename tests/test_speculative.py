@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, build_labeler, release_labelers
+from conftest import TEST_KV_CACHE_BYTES
+from corpus.extractors.dripper.labelers import MAIN, OTHER, BlockPage, get_labeler, release_labelers
 from corpus.extractors.dripper.labelers.config import VllmLabelerConfig
 from corpus.extractors.dripper.labelers.draft import BlockDraft
 from corpus.extractors.dripper.labelers.speculative import CLOSE, OPEN, answer_passes, rest_of_answer
@@ -80,7 +81,9 @@ def draft_model(tmp_path_factory):
     from corpus.extractors.block_classifier.model import train
     from corpus.extractors.dripper.draft_training import draft_examples
 
-    model = train(draft_examples(draft_training_pages(60, seed=3)), "gbdt", trees=60, unit="items")
+    # 30 pages and 30 trees (a tenth of 60 x 60's CPU time) still agree with the marks on 99% of
+    # another seed's blocks, and disagree with the random labeler's answers on many
+    model = train(draft_examples(draft_training_pages(30, seed=3)), "gbdt", trees=30, unit="items")
     return model.save(tmp_path_factory.mktemp("draft"))
 
 
@@ -135,8 +138,24 @@ def labeler_pages(generated: int, real: int):
     return pages
 
 
+def label_plain_and_drafted(common: dict, draft_model: str, pages: list[BlockPage]):
+    """In the vLLM host: the pages' labels by plain greedy decoding, by the drafted engine, and by
+    the drafted engine given plain decoding's labels as its draft (each engine shut down after)."""
+    try:
+        plain = get_labeler(VllmLabelerConfig(**common)).label(pages)
+    finally:
+        release_labelers()
+    try:
+        labeler = get_labeler(VllmLabelerConfig(**common, draft_model=draft_model))
+        drafted = labeler.label(pages)
+        perfect = labeler.label(pages, drafts=[r.labels for r in plain])
+    finally:
+        release_labelers()
+    return plain, drafted, perfect
+
+
 @pytest.mark.slow
-def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_model, draft_model):
+def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_model, draft_model, vllm_host):
     """The same tiny steered model in vLLM (greedy, mineru-html's regex), without and with the block
     classifier's draft, on generated pages and real annotated ones: identical labels on every
     page; with the draft the answers take fewer forward passes, and a draft equal to the answer
@@ -147,17 +166,8 @@ def test_speculative_labels_equal_plain_greedy_decoding_page_by_page(random_mode
     pages = labeler_pages(20, real=20)
     # float32: the test is of the algorithm; a GPU's bf16 near-ties are counted by bench.labeler_gpu
     common = {"kind": "vllm", "model": str(random_model), "max_context_tokens": 4096, "max_output_tokens": 1024,
-              "gpu_memory_utilization": 0.05, "draft_tokens": 16, "dtype": "float32"}
-    try:
-        plain = build_labeler(VllmLabelerConfig(**common)).label(pages)
-    finally:
-        release_labelers()
-    try:
-        labeler = build_labeler(VllmLabelerConfig(**common, draft_model=str(draft_model)))
-        drafted = labeler.label(pages)
-        perfect = labeler.label(pages, drafts=[r.labels for r in plain])
-    finally:
-        release_labelers()
+              "engine_kwargs": {"kv_cache_memory_bytes": TEST_KV_CACHE_BYTES}, "draft_tokens": 16, "dtype": "float32"}
+    plain, drafted, perfect = vllm_host.submit(label_plain_and_drafted, common, str(draft_model), pages).result()
     assert sum(r.ok for r in plain) >= 0.9 * len(pages)
     for i, (a, b, c) in enumerate(zip(plain, drafted, perfect, strict=True)):
         assert (a.labels, a.error) == (b.labels, b.error) == (c.labels, c.error), f"page {i}"

@@ -18,6 +18,7 @@ documents (the tokenizer's), so that those do not depend on where the filters ra
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from datatrove.data import Document
@@ -78,16 +79,32 @@ def extractable_records(config: ExperimentConfig, warc: Path):
 
 class OfflineURLFilter(URLFilter):
     """datatrove's URLFilter (bundled block lists) with tldextract's bundled public-suffix snapshot
-    instead of a fetch of the live list, and the block lists parsed once a process, not once a filter."""
+    instead of a fetch of the live list, and the block lists and the suffix trie built once a
+    process, not once a filter."""
 
     def __init__(self, **kwargs):
-        from tldextract import TLDExtract
-
         super().__init__(**kwargs)
-        self.tldextractor = TLDExtract(suffix_list_urls=())
+        self.tldextractor = offline_tld_extractor()
+
+    def __getstate__(self):  # the extractor is the process's own: a pickled step takes none with it
+        return self.__dict__ | {"tldextractor": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.tldextractor = offline_tld_extractor()
 
     def download_data(self):
         load_bundled_url_lists(self)
+
+
+@cache
+def offline_tld_extractor():
+    """tldextract on its bundled public-suffix snapshot (no fetch of the live list), one a process:
+    it builds its suffix trie (150,000 rules, a second or more of CPU) at its first URL, so one
+    for each filter would build it again for every arm and task a process runs."""
+    from tldextract import TLDExtract
+
+    return TLDExtract(suffix_list_urls=())
 
 
 def url_filter(config: ExperimentConfig, exclusion_writer=None) -> OfflineURLFilter:
