@@ -271,7 +271,8 @@ NODE_WEIGHTS = np.outer(_DOCUMENT_WEIGHTS, _SEED_WEIGHTS).ravel()
 def _tail(x: np.ndarray, scales: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         z = x[:, None] * scales
-    return special.erfc(np.nan_to_num(z, nan=0.0)) @ NODE_WEIGHTS  # 0 x inf: no variance at a node, x = 0
+    np.copyto(z, 0.0, where=np.isnan(z))  # 0 x inf: no variance at a node, x = 0 (erfc takes the infinities)
+    return special.erfc(z) @ NODE_WEIGHTS
 
 
 def tail_probability(x, documents, interaction, documents_df, seeds, seeds_df) -> np.ndarray:
