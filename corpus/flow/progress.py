@@ -48,9 +48,11 @@ class ConsoleExecutor(LocalPipelineExecutor):
         super().__init__(*args, **kwargs)
         self.log, self.tap_folder = log, tap_folder
         # the workers of every stage fork from one server (datatrove's forkserver start method) that
-        # imported the flow's steps once, set before its first pool starts it: each worker would
-        # otherwise import datatrove and the corpus steps anew (seconds of CPU a worker, a stage)
-        multiprocess.set_forkserver_preload(["__main__", "corpus.flow.stages"])
+        # imported the flow's steps and loaded what they load (corpus.flow.preload) once, set before
+        # its first pool starts it: each worker would otherwise import datatrove and the corpus steps
+        # and parse the URL lists, import spaCy and read the language model anew (seconds of CPU a
+        # worker, a stage)
+        multiprocess.set_forkserver_preload(["__main__", "corpus.flow.stages", "corpus.flow.preload"])
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         if self.tap_folder is not None and not isinstance(self.pipeline[1], DocumentTap):
