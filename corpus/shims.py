@@ -1,9 +1,10 @@
 """Every reach into a corpus dependency's private API, in one place, with the version that needs it.
-Check these first when upgrading datatrove, mineru-html, vLLM, megatron-core or fsspec.
+Check these first when upgrading datatrove, multiprocess, mineru-html, vLLM, megatron-core or fsspec.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from functools import cache
 from pathlib import Path
@@ -329,3 +330,27 @@ def gzip_without_timestamps() -> None:
         return GzipFile(fileobj=f, mode=mode, mtime=0, **kwargs)
 
     register_compression("gzip", gzip_file, "gz", force=True)
+
+
+# ---------------------------------------------------------------- multiprocess 0.70.19 (datatrove's local executor)
+
+
+def forkserver_preloading(modules: list[str]) -> None:
+    """Worker processes forked from now on by multiprocess's forkserver (the start method of
+    datatrove's local executor) come from a server that imported `modules`. The list is read when
+    the server starts, at a process's first pool: a server already running without one of them is
+    let go (it exits once no worker holds its pipe; not waited for, since a process forked from this
+    one since may hold it) and the next pool starts one that imports them. multiprocess 0.70's
+    `ForkServer` has no public way to restart."""
+    from multiprocess import forkserver, util
+
+    server = forkserver._forkserver
+    with server._lock:
+        if server._forkserver_pid is not None:
+            if set(modules) <= set(server._preload_modules):
+                return
+            os.close(server._forkserver_alive_fd)
+            if not util.is_abstract_socket_namespace(server._forkserver_address):
+                os.unlink(server._forkserver_address)
+            server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+        server._preload_modules = list(modules)

@@ -15,7 +15,7 @@ from corpus.shims import bundled_url_lists, fasttext_model
 
 def preload() -> None:
     bundled_url_lists()
-    load_word_tokenizer(PostprocessConfig.model_fields["word_tokenizer_language"].default).tokenizer
+    load_word_tokenizer(PostprocessConfig.model_fields["word_tokenizer_language"].default).word_tokenize("spaCy, loaded")
     if BUNDLED_LID_MODEL.is_file():  # absent before `make setup`: the steps then say what to do
         fasttext_model(str(BUNDLED_LID_MODEL))
 
