@@ -36,8 +36,13 @@ def preload_workers(pooled: list[list]) -> None:
     each worker would otherwise import datatrove and the corpus steps, parse the URL lists, import
     spaCy and read the language model anew (seconds of CPU a worker, a stage). Where none has, the
     loads are not paid for: a run whose only worker processes are MinHash's bucket tasks."""
+    forkserver_preloading(worker_preload(pooled))
+
+
+def worker_preload(pooled: list[list]) -> list[str]:
+    """The modules the workers' server imports for stages run in worker processes (their pipelines)."""
     loads = any(isinstance(step, PRELOADED_STEPS) for pipeline in pooled for step in pipeline)
-    forkserver_preloading(["__main__", "corpus.flow.stages", *(["corpus.flow.preload"] if loads else [])])
+    return ["__main__", "corpus.flow.stages", *(["corpus.flow.preload"] if loads else [])]
 
 
 class DocumentTap:
