@@ -1,10 +1,12 @@
 """Every reach into a corpus dependency's private API, in one place, with the version that needs it.
-Check these first when upgrading datatrove, mineru-html, vLLM, megatron-core or fsspec.
+Check these first when upgrading datatrove, multiprocess, mineru-html, vLLM, megatron-core or fsspec.
 """
 
 from __future__ import annotations
 
+import os
 import struct
+from collections import ChainMap
 from functools import cache
 from pathlib import Path
 
@@ -38,9 +40,11 @@ def default_jsonl_record(writer, document) -> dict:
     return writer._default_adapter(document)
 
 
+@cache
 def fasttext_model(path: str):
-    """A fastText model from a local file. datatrove 0.10.1's FastTextLID only loads its model from
-    the hub, and its `fasttext` module (fasttext-numpy2-wheel) exposes the loader as `_FastText`."""
+    """A fastText model from a local file, read once a process and shared (its predictions only
+    read it). datatrove 0.10.1's FastTextLID only loads its model from the hub, and its `fasttext`
+    module (fasttext-numpy2-wheel) exposes the loader as `_FastText`."""
     from fasttext.FastText import _FastText
 
     return _FastText(path)
@@ -50,34 +54,32 @@ URL_FILTER_LISTS = ("block_listed_domains", "block_listed_url", "banned_words", 
 
 
 @cache
-def bundled_url_lists() -> dict[str, set[str]]:
+def bundled_url_lists() -> dict[str, dict[str, None]]:
     """datatrove's bundled URL block lists, parsed once a process and shared read-only. URLFilter
     parses them (4.5 million domains, seconds of CPU) in every filter's first call, so a process
     that runs several tasks or arms, or a test worker that runs many flows, would parse them again
-    for each."""
+    for each. Each list is kept as the keys of a dict, which answers `in` and iterates as the set
+    did: a dict of strings alone is not tracked by the garbage collector, where a set is, and every
+    full collection of a process holding the set would walk its 4.5 million entries (~0.3-0.9 s each)."""
     from datatrove.pipeline.filters import URLFilter
 
     loader = URLFilter()
     loader.download_data()
-    return {name: getattr(loader, name) for name in URL_FILTER_LISTS}
-
-
-@cache
-def bundled_url_list_with(name: str, own: frozenset[str]) -> set[str]:
-    """A bundled list with a filter's own entries added (the experiment's `banned_domains`), made
-    once a process for each list and entries, not copied (4.5 million domains) for every filter."""
-    return bundled_url_lists()[name] | own
+    return {name: dict.fromkeys(getattr(loader, name)) for name in URL_FILTER_LISTS}
 
 
 def load_bundled_url_lists(url_filter) -> None:
     """What datatrove 0.10.1's `URLFilter.download_data` does (its lists, the filter's own added,
     its `_downloaded` flag), from `bundled_url_lists`: a filter that adds nothing to a list shares
-    the bundled one."""
+    the bundled one; one that adds entries looks them up beside it (a ChainMap answers `in` from
+    either), not in a copy: copying 4.5 million domains costs a third of a second, and in a worker
+    forked from the server that loaded them (corpus.flow.preload) it writes every page they lie on
+    (their reference counts), seconds a worker."""
     if url_filter._downloaded or not url_filter.use_integrated_lists:
         return
     for name, bundled in bundled_url_lists().items():
         own = getattr(url_filter, name)
-        setattr(url_filter, name, bundled_url_list_with(name, frozenset(own)) if own else bundled)
+        setattr(url_filter, name, ChainMap(dict.fromkeys(own), bundled) if own else bundled)
     automaton = url_filter.banned_subwords_automaton
     for word in url_filter.banned_subwords:
         automaton.add_word(word, len(automaton))
@@ -325,3 +327,27 @@ def gzip_without_timestamps() -> None:
         return GzipFile(fileobj=f, mode=mode, mtime=0, **kwargs)
 
     register_compression("gzip", gzip_file, "gz", force=True)
+
+
+# ---------------------------------------------------------------- multiprocess 0.70.19 (datatrove's local executor)
+
+
+def forkserver_preloading(modules: list[str]) -> None:
+    """Worker processes forked from now on by multiprocess's forkserver (the start method of
+    datatrove's local executor) come from a server that imported `modules`. The list is read when
+    the server starts, at a process's first pool: a server already running without one of them is
+    let go (it exits once no worker holds its pipe; not waited for, since a process forked from this
+    one since may hold it) and the next pool starts one that imports them. multiprocess 0.70's
+    `ForkServer` has no public way to restart."""
+    from multiprocess import forkserver, util
+
+    server = forkserver._forkserver
+    with server._lock:
+        if server._forkserver_pid is not None:
+            if set(modules) <= set(server._preload_modules):
+                return
+            os.close(server._forkserver_alive_fd)
+            if not util.is_abstract_socket_namespace(server._forkserver_address):
+                os.unlink(server._forkserver_address)
+            server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+        server._preload_modules = list(modules)

@@ -19,7 +19,7 @@ from configs.durable import write_atomically
 from configs.experiment import ExperimentConfig
 from corpus.accounting.summary import counters, find_step, merged_stats, not_read_whole, summarize_arm, unverified
 from corpus.extractors.base import versions_text
-from corpus.flow.progress import ConsoleExecutor, TapReader
+from corpus.flow.progress import ConsoleExecutor, TapReader, preload_workers
 from corpus.postprocess.steps import MINHASH_FILTER_STAGE
 from corpus.read.reference_steps import ReferenceDraw
 from corpus.read.warc import InputFileError
@@ -60,6 +60,7 @@ def run_local(config: ExperimentConfig, stages: list[Stage]) -> None:
     """Every stage here, in order: a bar per stage, a closing line per part, library output in
     `<output_root>/logs/<part>.log` (corpus.flow.progress)."""
     written: dict[str, int] = {}  # documents each stage run here wrote, by output folder: the next bars' totals
+    preload_workers([stage.pipeline for stage in stages if local_workers(stage) > 1])
     for i, stage in enumerate(stages):
         log = config.output_root / "logs" / f"{stage.part_label}.log"
         tasks = stage.tasks

@@ -14,12 +14,35 @@ import threading
 import time
 from pathlib import Path
 
-import multiprocess
 from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.dedup import MinhashDedupSignature
+from datatrove.pipeline.filters import GopherQualityFilter, GopherRepetitionFilter, URLFilter
 
+from corpus.extractors.prefilters import LanguagePrefilter
+from corpus.postprocess.filters import LocalLanguageFilter
+from corpus.shims import forkserver_preloading
 from slurm.console import redirected
 
 REFRESH_S = 0.5
+# the steps whose first call loads what corpus.flow.preload loads: the URL lists, spaCy, the language model
+PRELOADED_STEPS = (URLFilter, LanguagePrefilter, LocalLanguageFilter, GopherQualityFilter, GopherRepetitionFilter,
+                   MinhashDedupSignature)
+
+
+def preload_workers(pooled: list[list]) -> None:
+    """The workers of every stage fork from one server (datatrove's forkserver start method) that
+    imported the flow's steps once, and, where a stage run in worker processes (`pooled`: their
+    pipelines) has a step in PRELOADED_STEPS, loaded what those load once (corpus.flow.preload):
+    each worker would otherwise import datatrove and the corpus steps, parse the URL lists, import
+    spaCy and read the language model anew (seconds of CPU a worker, a stage). Where none has, the
+    loads are not paid for: a run whose only worker processes are MinHash's bucket tasks."""
+    forkserver_preloading(worker_preload(pooled))
+
+
+def worker_preload(pooled: list[list]) -> list[str]:
+    """The modules the workers' server imports for stages run in worker processes (their pipelines)."""
+    loads = any(isinstance(step, PRELOADED_STEPS) for pipeline in pooled for step in pipeline)
+    return ["__main__", "corpus.flow.stages", *(["corpus.flow.preload"] if loads else [])]
 
 
 class DocumentTap:
@@ -47,10 +70,6 @@ class ConsoleExecutor(LocalPipelineExecutor):
     def __init__(self, *args, log: Path, tap_folder: Path | None, **kwargs):
         super().__init__(*args, **kwargs)
         self.log, self.tap_folder = log, tap_folder
-        # the workers of every stage fork from one server (datatrove's forkserver start method) that
-        # imported the flow's steps once, set before its first pool starts it: each worker would
-        # otherwise import datatrove and the corpus steps anew (seconds of CPU a worker, a stage)
-        multiprocess.set_forkserver_preload(["__main__", "corpus.flow.stages"])
 
     def _run_for_rank(self, rank: int, local_rank: int = 0, node_rank: int = -1):
         if self.tap_folder is not None and not isinstance(self.pipeline[1], DocumentTap):
