@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from collections import ChainMap
 from functools import cache
 from pathlib import Path
@@ -336,8 +337,9 @@ def forkserver_preloading(modules: list[str]) -> None:
     """Worker processes forked from now on by multiprocess's forkserver (the start method of
     datatrove's local executor) come from a server that imported `modules`. The list is read when
     the server starts, at a process's first pool: a server already running without one of them is
-    let go (it exits once no worker holds its pipe; not waited for, since a process forked from this
-    one since may hold it) and the next pool starts one that imports them. multiprocess 0.70's
+    let go (it exits once no worker holds its pipe, and a thread reaps it then rather than leave it
+    defunct while this process lives; not waited for here, since a process forked from this one
+    since may hold the pipe) and the next pool starts one that imports them. multiprocess 0.70's
     `ForkServer` has no public way to restart."""
     from multiprocess import forkserver, util
 
@@ -349,5 +351,7 @@ def forkserver_preloading(modules: list[str]) -> None:
             os.close(server._forkserver_alive_fd)
             if not util.is_abstract_socket_namespace(server._forkserver_address):
                 os.unlink(server._forkserver_address)
+            threading.Thread(target=os.waitpid, args=(server._forkserver_pid, 0), daemon=True,
+                             name="reap-forkserver").start()
             server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
         server._preload_modules = list(modules)

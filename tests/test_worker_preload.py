@@ -3,6 +3,8 @@ language model only for a run whose worker processes run such steps, and a serve
 without a module a later run asks for is replaced by one that imports it."""
 
 import sys
+import time
+from pathlib import Path
 
 import multiprocess
 import pytest
@@ -45,3 +47,7 @@ def test_a_server_without_a_module_asked_for_is_replaced_by_one_that_imports_it(
     with context.Pool(1) as pool:
         second, imported = pool.apply(in_worker, ("tabnanny",))
     assert imported and second != first
+    deadline = time.monotonic() + 30  # the first server exits now its workers have: reaped, not left defunct
+    while Path(f"/proc/{first}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{first}").exists()
