@@ -80,3 +80,22 @@ def test_a_two_rung_ladder_trains_evaluates_and_reports_through_the_slurm_script
     assert f"- extractors: a: trafilatura {installed_release()}; b: trafilatura {installed_release()}" in printed
     for family in ("accuracy", "bpb", "p_gold", "clean_text"):
         assert (config.report_dir() / f"curves_{family}.png").stat().st_size > 0
+
+
+def test_the_offline_task_index_holds_lm_evals_own_tasks_only_where_clean_text_names_them(tmp_path, sample_dir):
+    """Offline, lm-eval's ~15,000-task index is skipped (every suite and clean-text task is a file
+    of the project's); an lm-eval perplexity task named in `clean_text.lm_eval_tasks` still resolves."""
+    from conftest import make_config
+    from evaluation.evaluate import evaluated_tasks, task_manager
+
+    def manager(lm_eval_tasks: list[str]):
+        clean_text = {"sets": [{"name": "web", "generated": {"pages": 2, "seed": 11}}], "lm_eval_tasks": lm_eval_tasks}
+        config = make_config(tmp_path / str(len(lm_eval_tasks)), sample_dir / "sample.warc.gz", {"a": {"extractor": "html2text"}},
+                             evaluation={"tasks": "offline", "offline_items": 2, "clean_text": clean_text})
+        return task_manager(config), config
+
+    offline, config = manager([])
+    shots = {b.shots for b in load_suite().benchmarks}
+    assert {t for s in shots for t in evaluated_tasks(config, s)} <= set(offline.all_tasks)
+    assert "wikitext" not in offline.all_tasks
+    assert "wikitext" in manager(["wikitext"])[0].all_tasks
