@@ -36,9 +36,9 @@ decision's scores) is tested at 0.05 / its cells, the first step of Holm's adjus
 table, a benchmark at 0.05 / (pairs x benchmarks) (its family's table), any other score (a
 category) at 0.05, an interval and no decision. Normal quantiles with the noise known, as an MDD
 is usually written, promise 80% where the decision then delivered 41-73% (2-5 arms, 2-3 seeds).
-`seeds_needed` runs the same simulation for more seeds; requiring every seed to agree in sign
-makes many seeds harder to agree, so past a point more seeds lower the power of a difference the
-seeds' noise dominates, and the fewest seeds that reach 80% are given, up to MAX_SEEDS.
+`seeds_needed` gives the fewest seeds, up to MAX_SEEDS, whose MDD (priced as the printed one) is at
+most a difference; requiring every seed to agree in sign makes many seeds harder to agree, so past
+a point more seeds raise the MDD of a difference the seeds' noise dominates.
 
 Assumed mode (what `plan` prints before a run): p = 0.5 (the largest document variance), rho =
 0.5, sigma_seed = 0.5 points per benchmark, phi = 0.7 and rho_seed = 0, for the suite's accuracy;
@@ -70,6 +70,7 @@ It needs two evaluated seeds or more: with one, the seeds' noise is not measured
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import asdict, dataclass, replace
@@ -190,13 +191,15 @@ def noise_sources(a: PowerAssumptions, measured: RunNoise | None, given: frozens
 
 
 def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumptions(), difference: float | None = None,
-                 measured: RunNoise | None = None, given: frozenset[str] = frozenset()) -> dict:
+                 measured: RunNoise | None = None, given: frozenset[str] = frozenset(), price=mdd) -> dict:
     """The MDD of every accuracy score of one rung (`config.for_rung`) for its seeds and trained
     arms, under assumed noise, and the primary decision's (`evaluation.primary`, alone at 0.05,
     marked where this rung is its deciding rung); with `difference` (a fraction), the seeds the
     average needs for it. `measured`: a named run's noise (run_noise): every family it measured
     takes its rho, phi, sigma_seed and rho_seed but those in `given` (stated on the command line),
-    and the families in points other than accuracy (p_gold) get their MDDs too."""
+    and the families in points other than accuracy (p_gold) get their MDDs too. `price(noise, seeds,
+    alpha)`: each MDD (`mdd`, or a memo of it that rungs of equal noise share: a calibrated one costs
+    seconds)."""
     suite = load_suite()
     rung = config.pretrain.rung if config.pretrain else None
     seeds = len(rung.seeds) if rung else 1
@@ -215,7 +218,7 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
                                  measured.seed_df.get(name) if measured else None) for name in shown}
     level = {name: {score: levels[name, "columns" if score in fams[name].columns else "units", score] for score in n}
              for name, n in noise.items()}
-    mdds = {name: {score: mdd(x, seeds, level[name][score][0]) for score, x in n.items()} for name, n in noise.items()}
+    mdds = {name: {score: price(x, seeds, level[name][score][0]) for score, x in n.items()} for name, n in noise.items()}
     taken = {name: {u: {"item_correlation": clip_rho(n.item_correlation), "seed_item_share": n.seed_item_share,
                         "seed_std": n.seed_std} for u, n in by_unit[name].items() if informative(by_unit[name], u)}
              for name in shown if name in by_unit}
@@ -235,13 +238,13 @@ def power_report(config: ExperimentConfig, a: PowerAssumptions = PowerAssumption
     if primary:
         family, column = primary.score.split(":")
         level = primary_level(primary.sides)
-        value = mdd(noise[family][column], seeds, level) if column in noise.get(family, {}) else None
+        value = price(noise[family][column], seeds, level) if column in noise.get(family, {}) else None
         deciding = config.deciding_rung()
         out["primary"] = {"pair": list(primary.pair), "score": primary.score, "alpha": 1 - LEVEL,
                           "sides": primary.sides, "mdd": value,
                           "deciding_rung": deciding, "deciding": deciding is None or deciding == out["rung"],
                           # the same pair on every shown family's average: what the choice of score costs
-                          "average_by_family": {name: mdd(n["average"], seeds, level) for name, n in noise.items()}}
+                          "average_by_family": {name: price(n["average"], seeds, level) for name, n in noise.items()}}
     if difference is not None:
         out["difference"] = difference
         out["seeds_needed"] = seeds_needed(difference, lambda s: (noise["accuracy"]["average"],
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     assumptions = replace(PowerAssumptions(), **{k: stated[k] for k in given})
     noise_config = load_experiment_or_exit(args.noise_from) if args.noise_from else None
     measured = run_noise(noise_config) if noise_config else None
-    reports, refused = {}, 0
+    reports, refused, price = {}, 0, functools.cache(mdd)  # rungs of equal seeds and arms price equal noise
     for rung in rungs or [None]:
         one = config.for_rung(rung) if rung else config
         if args.from_run:
@@ -309,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
         else:
             report = power_report(one, assumptions, args.difference / 100 if args.difference is not None else None,
-                                  measured, given)
+                                  measured, given, price)
         slope_from = one if args.from_run else noise_config  # the runs whose slope puts the primary MDD in accuracy points
         if report.get("primary") and slope_from:
             report["primary"]["accuracy_slope"] = measured_slope(slope_from, report["primary"]["score"])

@@ -3,6 +3,7 @@ a brute-force simulation of the report's decision, measured noise from a hand-ma
 refusal to measure seed noise from one seed."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -205,6 +206,24 @@ def test_seeds_needed_is_the_fewest_that_reach_eighty_percent():
     assert needed > 2 and power_simulation.power_at(0.05, power_simulation.decision_threshold(noise, needed, 0.05 / 4)) >= 0.8
     assert power_simulation.power_at(0.05, power_simulation.decision_threshold(noise, needed - 1, 0.05 / 4)) < 0.8
     assert power_simulation.seeds_needed(0.01, lambda s: (noise, 0.05 / 4)) is None  # below what the documents alone allow
+
+
+def test_seeds_needed_from_a_run_agrees_with_the_mdd_it_prints(monkeypatch):
+    """From a run's estimate the seeds a difference needs are priced as the printed MDD is (calibrated):
+    the MDD printed at 3 seeds needs 3 (averaging the power over the estimate's fiducial spread said 4 at
+    one seed degree of freedom); and the calibrated MDD is never far below the MDD at the estimate, the
+    screen that spares seeds_needed a calibration at every seed count, wherever the documents stand."""
+    monkeypatch.setattr(power_simulation, "DRAWS", 512)
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-2, 1e2, 5))
+    noise = replace(HALF, fixed=1e-5, terms=((1e-5, 0.0, 1000),), seed_df=2.0)  # the seeds dominate
+    printed = {s: mdd(noise, s, 0.05) for s in (2, 3)}
+    assert printed[2] > printed[3]
+    assert power_simulation.seeds_needed(printed[3], lambda s: (noise, 0.05)) == 3
+    assert power_simulation.seeds_needed(printed[3] * 0.99, lambda s: (noise, 0.05)) > 3
+    for documents in (1e-6, 1e-4, 1e-2):
+        estimate = replace(HALF, fixed=documents, terms=((documents, 0.0, 1000),), seed_df=2.0)
+        at_estimate = mdd(replace(estimate, seed_df=None), 3, 0.05)
+        assert mdd(estimate, 3, 0.05) >= at_estimate / power_simulation.SCREEN
 
 
 def test_power_from_a_run_with_one_seed_refuses(tmp_path, capsys):
