@@ -81,7 +81,7 @@ import numpy as np
 from evaluation.decisions import decide_primary, decision_rows, every_pair_rows, format_flags
 from evaluation.family_report import compare_arms, named_seed_variances
 from evaluation.metrics import DECISION, Family
-from evaluation.power_measured import clip_rho, measure_family, measured_score_noise, pair_correlation
+from evaluation.power_measured import RHO_DRAWS, clip_rho, measure_family, measured_score_noise, pair_correlation
 from evaluation.power_simulation import ScoreNoise, decision_threshold, mdd, power_at, table_levels
 from evaluation.statistics.accuracy_slope import accuracy_slope
 from evaluation.statistics.intervals import SeedVariance, tail_probability
@@ -102,7 +102,6 @@ ACC_ANSWER = 0.25 - 0.5 ** 2 / 12 - ACC_LEANING ** 2
 # clean text: a seed's shift of both views and of each alone, and the seed-by-document term
 CLEAN_SEED_COMMON, CLEAN_SEED_OWN, CLEAN_INTERACTION = 0.006, 0.004, 0.03
 FROM_RUN_DRAWS = 1024  # simulated runs behind each pilot's printed MDD (evaluation.power's DRAWS: 4096)
-RHO_DRAWS = 200  # bootstrap draws behind each pilot's primary-pair rho interval (evaluation.power's: 400)
 
 
 @dataclass(frozen=True)
@@ -439,8 +438,8 @@ def print_table(results: list[dict]) -> None:
               f"{r['fwer_by_table']['decision table']:>9.3f} {r['fwer_by_table']['every pair']:>10.3f} {per_bench:>10.3f} "
               f"{r['format_flag_rate']:>7.3f} {rate(r['power_at_mdd']):>9} {floor:>21}")
     print("\nThe primary decision: p-values printed as a test without the seeds' noise (must be 0), and the "
-          "primary pair's rho interval against the planted rho (95% intervals, target 0.95; known to cover about 0.91 "
-          "in the from-run settings: docs/reference/benchmarks.md)")
+          "primary pair's rho interval against the planted rho (95% intervals, target 0.95; bench.rho_coverage reads "
+          "it alone, docs/reference/benchmarks.md)")
     for r in results:
         rho = (f"{r['rho_coverage']:.3f} ± {r['rho_coverage_se'] or math.nan:.3f} (planted {r['rho_planted']:.3f})"
                if "rho_coverage" in r else "-")
