@@ -83,10 +83,10 @@ def task_interactions(family: Family, matrices: dict[str, dict[str, np.ndarray]]
     return {t: _pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()]) for t in family.task_keys()}
 
 
-# BCa reads its median bias z0 and its tail ends off the bootstrap draws, its acceleration off the jackknife: at
-# 200-400 draws (z0's Monte Carlo SD 0.09 at 200, where the estimate's own median bias is near 0) and 20 groups
-# that noise moved each end by 5-7% of the interval's width from one bootstrap seed to the next, and the interval
-# held the planted rho in 0.92 of bench.rho_coverage's runs where 2000 draws held it in 0.94 of the same runs
+# BCa reads its median bias z0 and its tail ends off the bootstrap draws, its acceleration off the jackknife; both
+# corrections are near 0 here, so with 200-400 draws and 20 groups their Monte Carlo noise was most of what they
+# moved: each end by about 6% of the interval's width from one bootstrap seed to the next (2% at these values), and
+# the coverage with it (bench.rho_coverage; docs/explanation/evaluation.md)
 RHO_DRAWS = 2000
 JACKKNIFE_GROUPS = 200  # documents deleted a group at a time (one each where a task has fewer)
 _DRAW_CHUNK = 250  # bootstrap draws resampled at once: a chunk's counts are documents x this
