@@ -83,7 +83,13 @@ def task_interactions(family: Family, matrices: dict[str, dict[str, np.ndarray]]
     return {t: _pooled([(interaction_variance(m[t]), len(m[t]) - 1) for m in matrices.values()]) for t in family.task_keys()}
 
 
-JACKKNIFE_GROUPS = 20  # documents deleted a group at a time for the BCa interval's acceleration
+# BCa reads its median bias z0 and its tail ends off the bootstrap draws, its acceleration off the jackknife; both
+# corrections are near 0 here, so with 200-400 draws and 20 groups their Monte Carlo noise was most of what they
+# moved: each end by about 6% of the interval's width from one bootstrap seed to the next (2% at these values), and
+# the coverage with it (bench.rho_coverage; docs/explanation/evaluation.md)
+RHO_DRAWS = 2000
+JACKKNIFE_GROUPS = 200  # documents deleted a group at a time (one each where a task has fewer)
+_DRAW_CHUNK = 250  # bootstrap draws resampled at once: a chunk's counts are documents x this
 
 
 def bca_interval(point: float, resampled: np.ndarray, jackknife: np.ndarray) -> tuple[float, float]:
@@ -106,43 +112,29 @@ def _weighted_parts(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> tuple[n
     interaction, and the pair's fixed paired variance (pair_fixed): the same estimates as on the
     documents drawn, from per-document sums, for every resample at once."""
     documents, seeds = counts.sum(axis=1), x.shape[0]
-
-    def row_moments(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return counts @ z.T, counts @ (z ** 2).T  # resamples x seeds
-
+    d = (y - x).mean(axis=0)
+    # every per-document value the estimates sum, summed over each row's documents by one product
+    values = [v for z in (x, y) for v in (z, z ** 2, z.mean(axis=0, keepdims=True) ** 2)] + [d[None], d[None] ** 2]
+    sums = np.split(counts @ np.vstack(values).T, np.cumsum([len(v) for v in values])[:-1], axis=1)
     own, inter = [], []
-    for z in (x, y):
-        total, squares = row_moments(z)
+    for total, squares, mean_squares in (sums[0:3], sums[3:6]):  # resamples x seeds, x seeds, x 1
         own.append(((squares - total ** 2 / documents[:, None]) / (documents[:, None] - 1)).mean(axis=1))
         if seeds < 2:
             inter.append(np.zeros(len(counts)))
             continue
-        residual = (squares.sum(axis=1) - seeds * (counts @ z.mean(axis=0) ** 2) - (total ** 2).sum(axis=1) / documents
+        residual = (squares.sum(axis=1) - seeds * mean_squares[:, 0] - (total ** 2).sum(axis=1) / documents
                     + total.sum(axis=1) ** 2 / (seeds * documents))
         inter.append(residual / ((seeds - 1) * (documents - 1)))
-    d = (y - x).mean(axis=0)
-    spread = (counts @ d ** 2 - (counts @ d) ** 2 / documents) / (documents - 1)
+    spread = (sums[7][:, 0] - sums[6][:, 0] ** 2 / documents) / (documents - 1)
     interaction = (inter[0] + inter[1]) / 2
     return (own[0] + own[1]) / 2, interaction, spread - 2 * interaction / seeds
 
 
-def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
-                     draws: int = 400, seed: int = 0) -> dict | None:
-    """The item correlation rho of one pair of arms on a score (task -> weight) and its seed-by-document
-    share phi, each with a 95% BCa interval from a bootstrap over each task's documents (the same
-    documents for both arms and every seed; the interaction re-measured on each resample, as an estimate
-    is): rho is 1 − the pair's paired document variance over twice the two arms' own, phi the share of
-    that paired variance the interaction holds, each weighted w^2 / n as the score weighs it. rho and its
-    interval's ends are clipped by `clip_rho` (an end clipped into the range never changes whether a rho
-    inside the range is covered); `clipped` says where the estimate itself was. None where the pair's
-    documents did not vary or its two arms answered every document alike (nothing measured of rho)."""
-    rng = np.random.default_rng(seed)
-    n = {t: a[t].shape[1] for t in weights}
-    groups = {t: rng.permutation(k) % min(JACKKNIFE_GROUPS, k) for t, k in n.items()}
-    # row 0: every document once; then the bootstrap's resamples; then the jackknife's deletions
-    counts = {t: np.vstack([np.ones((1, k)), rng.multinomial(k, np.full(k, 1 / k), draws),
-                            [groups[t] != g for g in range(JACKKNIFE_GROUPS)]]) for t, k in n.items()}
-    own = paired = interaction = np.zeros(1 + draws + JACKKNIFE_GROUPS)
+def _rho_phi(weights: dict[str, float], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
+             counts: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the tasks' `counts` (task -> rows x documents: how often each document is drawn), the
+    pair's rho and phi on the documents drawn; rho nan where they did not vary or the arms answered them alike."""
+    own = paired = interaction = np.zeros(len(next(iter(counts.values()))))
     for t, w in weights.items():
         documents = counts[t].sum(axis=1)
         o, i, fixed = _weighted_parts(a[t], b[t], counts[t])
@@ -150,17 +142,44 @@ def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dic
         paired = paired + w ** 2 * (np.maximum(0.0, fixed) + 2 * i) / documents
         interaction = interaction + w ** 2 * 2 * i / documents
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho, phi = np.where((own > 0) & (paired > 0), 1 - paired / (2 * own), np.nan), interaction / paired
+        return np.where((own > 0) & (paired > 0), 1 - paired / (2 * own), np.nan), interaction / paired
+
+
+def _resampled_counts(rng: np.random.Generator, documents: int, draws: int) -> np.ndarray:
+    """draws x documents: how often each document is drawn in each of `draws` resamples with replacement."""
+    drawn = rng.integers(0, documents, (draws, documents)) + documents * np.arange(draws)[:, None]
+    return np.bincount(drawn.ravel(), minlength=draws * documents).reshape(draws, documents).astype(float)
+
+
+def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dict[str, np.ndarray],
+                     draws: int = RHO_DRAWS, seed: int = 0) -> dict | None:
+    """The item correlation rho of one pair of arms on a score (task -> weight) and its seed-by-document
+    share phi, each with a 95% BCa interval from a bootstrap over each task's documents (the same
+    documents for both arms and every seed; the interaction re-measured on each resample, as an estimate
+    is): rho is 1 − the pair's paired document variance over twice the two arms' own, phi the share of
+    that paired variance the interaction holds, each weighted w^2 / n as the score weighs it. rho and its
+    interval's ends are clipped by `clip_rho` (an end clipped into the range never changes whether a rho
+    inside the range is covered); `clipped` says where the estimate itself was, `unclipped` is its value
+    before. None where the pair's documents did not vary or its two arms answered every document alike
+    (nothing measured of rho)."""
+    rng = np.random.default_rng(seed)
+    n = {t: a[t].shape[1] for t in weights}
+    groups = {t: rng.permutation(k) % min(JACKKNIFE_GROUPS, k) for t, k in n.items()}
+    # row 0: every document once; then the jackknife's deletions
+    rho, phi = _rho_phi(weights, a, b, {t: np.vstack([np.ones((1, k)), [groups[t] != g for g in range(JACKKNIFE_GROUPS)]])
+                                        for t, k in n.items()})
     if np.isnan(rho[0]):
         return None
     out = {"rho": clip_rho(float(rho[0])), "phi": float(phi[0]), "clipped": clip_rho(float(rho[0])) != rho[0],
-           "low": None, "high": None, "phi_low": None, "phi_high": None}
-    boot, jack = slice(1, 1 + draws), slice(1 + draws, None)
-    usable = ~np.isnan(rho[boot])
-    if usable.sum() < 2 or np.isnan(rho[jack]).any():  # draws=0: the estimates alone
+           "unclipped": float(rho[0]), "low": None, "high": None, "phi_low": None, "phi_high": None}
+    resampled = [_rho_phi(weights, a, b, {t: _resampled_counts(rng, k, min(_DRAW_CHUNK, draws - start)) for t, k in n.items()})
+                 for start in range(0, draws, _DRAW_CHUNK)]
+    boot_rho, boot_phi = (np.concatenate([r[part] for r in resampled] or [np.zeros(0)]) for part in (0, 1))
+    usable = ~np.isnan(boot_rho)
+    if usable.sum() < 2 or np.isnan(rho[1:]).any():  # draws=0: the estimates alone
         return out
-    low, high = bca_interval(float(rho[0]), rho[boot][usable], rho[jack])
-    phi_low, phi_high = bca_interval(float(phi[0]), phi[boot][usable], phi[jack])
+    low, high = bca_interval(float(rho[0]), boot_rho[usable], rho[1:])
+    phi_low, phi_high = bca_interval(float(phi[0]), boot_phi[usable], phi[1:])
     return out | {"low": clip_rho(low), "high": clip_rho(high), "phi_low": max(0.0, phi_low), "phi_high": min(1.0, phi_high)}
 
 

@@ -68,3 +68,8 @@ def test_the_printed_mdd_and_rho_coverage_benches_write_their_rows(tmp_path, mon
     assert rho_coverage.main(["--pilots", "3", "--draws", "20", "--settings", "2 arms", "--out", str(out)]) == 0
     [rho] = json.loads(out.read_text())
     assert rho["pilots"] == 3 and rho["coverage"] + rho["interval_below_planted"] + rho["interval_above_planted"] == 1
+    assert rho["planted"] == pytest.approx(calibration.planted_rho()) and "bias_in_se" in rho
+    # away from the clip: the documents' shared part resized so that the generator plants each rho given
+    assert rho_coverage.main(["--pilots", "3", "--draws", "20", "--settings", "2 arms", "--planted", "0.6", "0.8",
+                              "--out", str(out)]) == 0
+    assert [r["planted"] for r in json.loads(out.read_text())] == pytest.approx([0.6, 0.8])
