@@ -10,6 +10,7 @@ from configs.experiment import ExperimentConfig
 from corpus.accounting.ledger import summary_line
 from corpus.extractors.base import versions_text
 from evaluation.metrics import DECISION
+from evaluation.power_print import rho_phi_lines
 from evaluation.statistics.accuracy_slope import converted_text, slope_text
 from evaluation.tasks.suite import CATEGORY_TITLES, COLUMNS, Suite
 
@@ -151,7 +152,8 @@ def mdd_lines(primary: dict, fam: dict) -> list[str]:
         said = (f"Primary MDD (80% power, alone at α = 0.05, at the configured seeds, priced on this pair's measured "
                 f"noise): {fam['scale'] * primary['mdd']:.{fam['decimals']}f} {unit}"
                 + (f"; {converted_text(primary['mdd'], slope, fam['scale'], fam['unit'])}" if slope else "") + ".")
-    return [said, ""]
+    priced_on = [f"Priced on its {line}." for line in rho_phi_lines(primary["rho"])] if primary.get("rho") else []
+    return [said, "", *[x for line in priced_on for x in (line, "")]]
 
 
 def record_line(record: dict) -> str:

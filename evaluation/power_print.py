@@ -46,12 +46,8 @@ def print_primary(report: dict) -> None:
                                                         if scale == 100 and value is not None and "paper_effect" in report
                                                         else ""))
     if rho := primary.get("rho"):
-        interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
-        print(f"    item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
-              else f"    item correlation: none measured ({rho['source']})")
-        if rho.get("phi_low") is not None:
-            print(f"    seed-by-document share phi {rho['phi']:.2f} [{rho['phi_low']:.2f}, {rho['phi_high']:.2f}], from "
-                  f"{rho['source']}")
+        for line in rho_phi_lines(rho):
+            print(f"    {line}")
     if primary.get("accuracy_slope"):
         slope = primary["accuracy_slope"]
         unit = "points" if scale == 100 else "bits/byte"  # the scale-1 families (bpb, clean text) are in bits/byte
@@ -127,6 +123,18 @@ def print_power(report: dict) -> None:
         print(f"  {100 * report['difference']:.2f} points on the average: "
               + (f"{needed} paired seeds resolve it 80% of the time" if needed else f"no seed count up to {MAX_SEEDS} "
                  "resolves it 80% of the time (the test documents' noise, or the seeds' with every seed agreeing)"))
+
+
+def rho_phi_lines(rho: dict) -> list[str]:
+    """The item correlation rho and seed-by-document share phi a primary MDD is priced on (`primary_rho`),
+    each with its 95% interval where one was measured, and where they come from."""
+    interval = f" [{rho['low']:.2f}, {rho['high']:.2f}]" if rho["low"] is not None else ""
+    lines = [f"item correlation rho {rho['rho']:.2f}{interval}, from {rho['source']}" if rho["rho"] is not None
+             else f"item correlation: none measured ({rho['source']})"]
+    if rho.get("phi_low") is not None:
+        lines.append(f"seed-by-document share phi {rho['phi']:.2f} [{rho['phi_low']:.2f}, {rho['phi_high']:.2f}], from "
+                     f"{rho['source']}")
+    return lines
 
 
 def print_run_power(report: dict) -> None:

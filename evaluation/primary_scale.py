@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from configs.experiment import ExperimentConfig
 from evaluation.metrics import Family
-from evaluation.power_measured import measure_family, run_matrices
+from evaluation.power_measured import measure_family, primary_rho, run_matrices
 from evaluation.power_simulation import mdd, primary_level
 from evaluation.runs import Comparison
 from evaluation.statistics.accuracy_slope import accuracy_slope
@@ -25,17 +25,21 @@ def report_slope(families: dict[str, dict], score: str, seeds_of: dict[str, list
                           families["accuracy"]["finals"]["columns"].get("average", {}), seeds=seeds_of)
 
 
-def primary_mdd(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int,
-                sides: str) -> float | None:
-    """The primary decision's MDD (alone at 0.05, `sides` as decided, 80% power) at `seeds` paired seeds, its noise measured
-    on the pair's own paired seeds and documents; None below two paired seeds or where a task is missing."""
+def primary_noise(comparison: Comparison, family: Family, column: str, pair: tuple[str, str], seeds: int,
+                  sides: str) -> dict | None:
+    """The primary decision's MDD (alone at 0.05, `sides` as decided, 80% power) at `seeds` paired seeds, its noise
+    measured on the pair's own paired seeds and documents, and the item correlation rho and seed-by-document share
+    phi that noise holds, with their intervals and source (`primary_rho`): {"mdd", "rho"}; None below two paired
+    seeds or where a task is missing."""
     paired = sorted(set(comparison.by_arm.get(pair[0], {})) & set(comparison.by_arm.get(pair[1], {})))
     keys = family.task_keys()
     if len(paired) < 2 or not all(comparison.documents(t, k) and set(pair) <= set(comparison.arms_with(t))
                                   for t, k in keys.items()):
         return None
     matrices = {arm: {t: comparison.matrix(arm, paired, t, keys[t]) for t in keys} for arm in pair}
-    return mdd(measure_family(family, matrices).noise(("columns", column), pair), seeds, primary_level(sides))
+    measured, key = measure_family(family, matrices), ("columns", column)
+    return {"mdd": mdd(measured.noise(key, pair), seeds, primary_level(sides)),
+            "rho": primary_rho(measured, matrices, key, pair)}
 
 
 def _by_seed(family: Family, matrices: dict[str, dict], column: str) -> dict[str, list[float]]:

@@ -49,7 +49,7 @@ from evaluation.headline import headline_table
 from evaluation.ladder import ladder_report
 from evaluation.metrics import families
 from evaluation.plots import plot_curves, plot_ladder
-from evaluation.primary_scale import primary_mdd, report_slope
+from evaluation.primary_scale import primary_noise, report_slope
 from evaluation.runs import compare, load_runs
 from evaluation.sources import source_sections
 from evaluation.tables import write_tables
@@ -84,12 +84,12 @@ def build_report(config: ExperimentConfig, suite: Suite | None = None, measured_
                            for name, f in fams.items()} if arms else {}}
     report["stated_seed_checks"] = stated_seed_checks(report["families"])
     report |= decision_sections(report, config, fams)
-    if primary := report.get("primary"):  # its MDD in its own unit and in accuracy points
+    if primary := report.get("primary"):  # its MDD in its own unit and in accuracy points, and its rho and phi
         family, column = primary["score"].split(":")
         pair = (primary["arm"], primary["reference"])
-        primary["mdd"] = primary_mdd(comparison, fams[family], column, pair, len(config.pretrain.seeds),
-                                     primary["sides"]) \
-            if config.pretrain else None
+        priced = primary_noise(comparison, fams[family], column, pair, len(config.pretrain.seeds),
+                               primary["sides"]) if config.pretrain else None
+        primary["mdd"], primary["rho"] = (priced["mdd"], priced["rho"]) if priced else (None, None)
         primary["accuracy_slope"] = report_slope(report["families"], primary["score"],
                                                  {arm: sorted(seeds) for arm, seeds in comparison.by_arm.items()})
     report["clean_text_tasks"] = [{"task": t.task, "set": t.set, "view": t.view} for t in clean]

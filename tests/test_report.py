@@ -480,6 +480,12 @@ def test_the_primary_decision_is_decided_alone_first_and_either_way_round(tmp_pa
     # its MDD at the configured seeds on the pair's measured noise; accuracy itself needs no slope to convert it
     assert primary["mdd"] > 0 and primary["accuracy_slope"] is None
     assert f"noise): {100 * primary['mdd']:.2f} points." in text
+    # and the pair's own rho and phi it is priced on, each with its interval and source
+    rho = primary["rho"]
+    assert rho["source"] == "the primary pair b − a" and rho["low"] <= rho["rho"] <= rho["high"]
+    interval = f"{rho['rho']:.2f} [{rho['low']:.2f}, {rho['high']:.2f}]"
+    assert f"Priced on its item correlation rho {interval}, from the primary pair b − a." in text
+    assert "Priced on its seed-by-document share phi" in text
     raw["evaluation"]["primary"]["pair"] = ["a", "b"]  # the other way round: the same interval, negated
     flipped = build_report(ExperimentConfig.model_validate(raw), SUITE)["primary"]
     assert flipped["interval"]["difference"] == pytest.approx(-cell["difference"])
@@ -583,3 +589,8 @@ def test_the_primary_mdd_is_printed_in_its_unit_and_in_accuracy_points_or_why_no
     (line, _) = mdd_lines({"mdd": 0.02, "accuracy_slope": wide}, fam)
     assert line.endswith("0.0200 bits/byte; in accuracy points: not converted: slope [-90, 10] (its interval includes 0).")
     assert mdd_lines({"mdd": None, "accuracy_slope": None}, fam)[0].startswith("Primary MDD: not measured here")
+    # the rho and phi it is priced on, with their intervals and source
+    rho = {"rho": 0.8, "low": 0.7, "high": 0.9, "phi": 0.4, "phi_low": 0.3, "phi_high": 0.5, "source": "the primary pair b − a"}
+    (_, _, rho_line, _, phi_line, _) = mdd_lines({"mdd": 0.02, "accuracy_slope": wide, "rho": rho}, fam)
+    assert rho_line == "Priced on its item correlation rho 0.80 [0.70, 0.90], from the primary pair b − a."
+    assert phi_line == "Priced on its seed-by-document share phi 0.40 [0.30, 0.50], from the primary pair b − a."
