@@ -182,8 +182,8 @@ def run_brute(cells: tuple[Cell, ...], pilots: int, out: Path) -> list[dict]:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(list(rows.values()), indent=1) + "\n")
         r = rows.get(cell.setting.name) or brute_row(cell, done, cpu)
-        print(f"{r['cell']:<72} {r['pilots']:>6} {r['power_at_printed_mdd']:>6.3f} ± {r['power_se']:.3f} "
-              f"{r['model_power']:>6.3f} ± {r['model_power_se']:.3f} {r['true_mdd']:>9.4f} "
+        print(f"{r['cell']:<72} {r['pilots']:>6} {r['power_at_printed_mdd']:>6.3f} ± {r['power_se'] or math.nan:.3f} "
+              f"{r['model_power']:>6.3f} ± {r['model_power_se'] or math.nan:.3f} {r['true_mdd']:>9.4f} "
               f"{r['printed_over_true_median']:>12.2f}", flush=True)
     return list(rows.values())
 
