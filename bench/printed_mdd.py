@@ -78,15 +78,23 @@ def truth(seeds: int, documents: float | None) -> ScoreNoise:
     return replace(noise, fixed=noise.fixed * scale, interaction=noise.interaction * scale, terms=terms)
 
 
-def power_over_pilots(noise: ScoreNoise, seeds: int, df: float, alpha: float, pilots: int, points: int) -> dict:
-    """The mean power at the printed MDD over `pilots` random pilots of the truth `noise`, its standard error,
-    and the printed MDD over the truth's known-noise MDD (median)."""
-    at_truth = decision_threshold(noise, seeds, alpha)
-    estimates = stats.chi2.ppf(np.linspace(1e-4, 1 - 1e-4, points), df) / df
+def printed_at(noise: ScoreNoise, seeds: int, df: float, alpha: float, points: int, also: tuple[float, ...] = ()):
+    """The MDD `calibrated_mdd` prints from a pilot whose seeds' estimate is w x the truth's (on `df` degrees of
+    freedom) and whose documents' part is the truth's, as a function of w: exact at `points` estimates spanning the
+    estimate's 0.01%-99.99% quantiles (and at `also`), interpolated (log-log) between them."""
+    estimates = np.union1d(stats.chi2.ppf(np.linspace(1e-4, 1 - 1e-4, points), df) / df, also)
     printed = [calibrated_mdd(replace(noise, seed=(noise.seed[0] * w, noise.seed[1] * w), seed_df=df), seeds, alpha,
                               FROM_RUN_DRAWS) for w in estimates]
-    drawn = np.random.default_rng(7).chisquare(df, pilots) / df
-    mdds = np.exp(np.interp(np.log(drawn), np.log(estimates), np.log(printed)))
+    return lambda w: np.exp(np.interp(np.log(w), np.log(estimates), np.log(printed)))
+
+
+def power_over_pilots(noise: ScoreNoise, seeds: int, df: float, alpha: float, pilots: int, points: int,
+                      printed=None) -> dict:
+    """The mean power at the printed MDD over `pilots` random pilots of the truth `noise`, its standard error,
+    and the printed MDD over the truth's known-noise MDD (median); `printed`: `printed_at`'s function, if made."""
+    at_truth = decision_threshold(noise, seeds, alpha)
+    printed = printed or printed_at(noise, seeds, df, alpha, points)
+    mdds = printed(np.random.default_rng(7).chisquare(df, pilots) / df)
     power = powers_at(mdds, at_truth)
     return {"power_at_printed_mdd": float(power.mean()), "power_se": float(power.std(ddof=1) / math.sqrt(pilots)),
             "printed_over_true_median": float(np.median(mdds) / known_mdd(at_truth))}
@@ -165,6 +173,50 @@ def brute_row(cell: Cell, pilots: list[tuple[float, bool]], cpu_s: float) -> dic
             "cpu_s_per_pilot": cpu_s / len(pilots), "per_pilot": [[d, b] for d, b in pilots]}
 
 
+def seed_draws_evened(cell: Cell, row: dict, points: int) -> dict:
+    """What the cell's pilots owe to luck and to measuring the documents: each pilot's seeds' estimate over the
+    truth's (w, chi2(df) / df), its MDD priced again with the documents' part at its truth (`printed_at`), and
+    `power_at` there against its mean over the estimate's own spread (4,000 draws, as the default mode). The power
+    with the pilots' luck in w taken out: the report's decisions minus that model power, plus its mean (a control
+    variate: unbiased whatever the model, since w's distribution is known); what measuring the documents costs: the
+    model power at the printed MDD minus that at the documents' truth, pilot by pilot."""
+    setting, primary = cell.setting, cell.decision == "primary"
+    truth, alpha = true_noise(setting), cell_alpha(cell)
+    df = float(setting.seeds - 1 if primary else (setting.arms - 1) * (setting.seeds - 1))
+    w = []
+    for number in range(row["pilots"]):  # each pilot drawn again from its own seed: its seeds' estimate
+        pilot, _, _ = simulate(setting, np.random.default_rng([zlib.crc32(setting.name.encode()), number]))
+        measured = measure_family(families(setting)["bpb"], pilot["bpb"])
+        w.append(sum(measured.noise(("columns", "average"), PRIMARY_PAIR if primary else None).seed) / sum(truth.seed))
+    w = np.array(w)
+    printed = printed_at(truth, setting.seeds, df, alpha, points, (w.min(), w.max()))
+    threshold = decision_threshold(truth, setting.seeds, alpha)
+    expected = power_over_pilots(truth, setting.seeds, df, alpha, 4000, points, printed)
+    at_truth = powers_at(printed(w), threshold)
+    at_printed = powers_at(np.array([d for d, _ in row["per_pilot"]]), threshold)
+    luck = np.array([float(b) for _, b in row["per_pilot"]]) - at_truth
+    return {"seed_estimate_mean": float(w.mean()), "model_power_expected": expected["power_at_printed_mdd"],
+            "power_seed_draws_evened": float(luck.mean()) + expected["power_at_printed_mdd"],
+            "power_seed_draws_evened_se": math.hypot(standard_error(luck), expected["power_se"]),
+            "documents_estimate_cost": float((at_printed - at_truth).mean()),
+            "documents_estimate_cost_se": standard_error(at_printed - at_truth)}
+
+
+def diagnose(cells: tuple[Cell, ...], out: Path, points: int) -> None:
+    """`seed_draws_evened` for each cell `out` holds, written into its row."""
+    rows = {r["cell"]: r for r in json.loads(out.read_text())}
+    print(f"{'cell':<72} {'pilots':>6} {'power ± SE':>14} {'w mean':>6} {'evened ± SE':>14} {'documents cost ± SE':>20}")
+    for cell in cells:
+        r = rows.get(cell.setting.name)
+        if r is None:
+            continue
+        r |= seed_draws_evened(cell, r, points)
+        out.write_text(json.dumps(list(rows.values()), indent=1) + "\n")
+        print(f"{r['cell']:<72} {r['pilots']:>6} {r['power_at_printed_mdd']:>6.3f} ± {r['power_se']:.3f} "
+              f"{r['seed_estimate_mean']:>6.3f} {r['power_seed_draws_evened']:>6.3f} ± {r['power_seed_draws_evened_se']:.3f} "
+              f"{r['documents_estimate_cost']:>+10.4f} ± {r['documents_estimate_cost_se']:.4f}", flush=True)
+
+
 def run_brute(cells: tuple[Cell, ...], pilots: int, out: Path) -> list[dict]:
     """Each cell's first `pilots` pilots, going on from those `out` holds; `out` rewritten every 10 pilots."""
     rows = {r["cell"]: r for r in (json.loads(out.read_text()) if out.exists() else [])}
@@ -195,12 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=15, help="estimates the printed MDD is computed at exactly (default 15)")
     parser.add_argument("--brute", action="store_true", help="simulated pilot runs decided by the report itself (see above)")
     parser.add_argument("--cells", help="--brute: only the cells whose name contains this text")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="--brute: no pilots; each cell in --out with its pilots' luck in the seeds' estimate taken "
+                             "out, and what measuring the documents costs (see seed_draws_evened)")
     parser.add_argument("--out", type=Path, help=f"default {OUT}; --brute: {BRUTE_OUT} (its cells go on from their last pilot)")
     args = parser.parse_args(argv)
     if args.brute:
         cells = tuple(c for c in brute_cells() if not args.cells or args.cells in c.setting.name)
         out = args.out or BRUTE_OUT
-        run_brute(cells, args.pilots or 250, out)
+        if args.diagnose:
+            diagnose(cells, out, args.points)
+        else:
+            run_brute(cells, args.pilots or 250, out)
         print(f"wrote {out}")
         return 0
     args.pilots, args.out = args.pilots or 4000, args.out or OUT
