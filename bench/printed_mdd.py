@@ -3,6 +3,7 @@ test documents make.
 
     python -m bench.printed_mdd [--pilots N] [--points N] [--out bench/results/printed_mdd.json]
     python -m bench.printed_mdd --brute [--pilots 250] [--cells TEXT] [--out bench/results/printed_mdd_brute.json]
+    python -m bench.printed_mdd --brute --diagnose [--cells TEXT] [--points 15] [--out ...]
 
 The truth is bench.calibration's noise of the gold answers' bits-per-byte average (the seeds' part dominant), and
 the same with its documents' part scaled to equal the seeds' part of Var(D), and to 10x it, each for the decision
@@ -27,6 +28,8 @@ a tenth of Var(D), half and 10/11 (the generator's documents' variances scaled),
 documents a task, and one task of 150 (a score of one benchmark). A cell costs seconds of CPU a pilot; its row is
 rewritten every 10 pilots, and a cell already in `--out` goes on from its last pilot (pilot n draws from its own
 seed, the cell's name and n, so a cell's pilots do not depend on how it was split over runs).
+`--brute --diagnose` draws no pilots: it adds to each cell in `--out` what its pilots owe to luck in the seeds'
+estimate and to measuring the documents' part (`seed_draws_evened`).
 """
 
 from __future__ import annotations
