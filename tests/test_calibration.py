@@ -97,3 +97,8 @@ def test_a_brute_cell_goes_on_from_the_pilots_its_record_holds(tmp_path, monkeyp
     for row, alpha in zip(rows, (0.05, 0.05 / 8), strict=True):  # the table: 2 arms x 4 decision scores, Bonferroni
         assert row["pilots"] == 2 and row["alpha"] == pytest.approx(alpha) and 0 <= row["power_at_printed_mdd"] <= 1
         assert 0 <= row["model_power"] <= 1 and row["true_mdd"] > 0
+    # --diagnose: the same pilots' seeds' estimates (w) drawn again; the evened power and the documents' cost
+    printed_mdd.diagnose(cells, split, points=3)
+    for row in json.loads(split.read_text()):
+        assert row["seed_estimate_mean"] > 0 and -1 <= row["power_seed_draws_evened"] <= 2
+        assert abs(row["documents_estimate_cost"]) < 0.5 and row["power_seed_draws_evened_se"] > 0
