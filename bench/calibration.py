@@ -116,6 +116,8 @@ class Setting:
     from_run: bool = False  # the MDD evaluation.power --from-run prints from this (null) run
     share: float = 1.0  # of the replicates this setting runs (a printed MDD costs a second a pilot)
     document_sd: float = BPB_DOCUMENT  # bits per byte: what the arms share of a document, which sets the planted rho
+    bpb_items: tuple[int, ...] = ITEMS  # the gold answers' bits per byte: documents of each task
+    bpb_documents: float = 1.0  # their leaning's and seed-by-document term's variances, times BPB_LEANING's, BPB_INTERACTION's
 
 
 SETTINGS = (
@@ -145,15 +147,25 @@ def _family(name: str, lower: bool, scale: float, unit: str, units: dict[str, st
                   column_titles={c: c for c in columns})
 
 
+def bpb_family(tasks: int) -> Family:
+    """The gold answers' bits per byte over `tasks` tasks, one benchmark each, and their average."""
+    return _family("bpb", True, 1, "bits/byte", {f"B{i}": f"bpb_{i}" for i in range(tasks)},
+                   {"average": [f"B{i}" for i in range(tasks)]})
+
+
 FAMILIES = {
     "accuracy": _family("accuracy", False, 100, "points", {f"A{i}": f"acc_{i}" for i in range(len(ITEMS))},
                         {"average": [f"A{i}" for i in range(len(ITEMS))]}),
-    "bpb": _family("bpb", True, 1, "bits/byte", {f"B{i}": f"bpb_{i}" for i in range(len(ITEMS))},
-                   {"average": [f"B{i}" for i in range(len(ITEMS))]}),
+    "bpb": bpb_family(len(ITEMS)),
     "clean_text": _family("clean_text", True, 1, "bits/byte",
                           {f"clean_text_web_{v}": f"clean_text_web_{v}" for v in ("plain", "markdown")},
                           {v: [f"clean_text_web_{v}"] for v in ("plain", "markdown")}),
 }
+def families(setting: Setting) -> dict[str, Family]:
+    """The families of the setting's runs: FAMILIES, the bits per byte over the setting's tasks."""
+    return FAMILIES | {"bpb": bpb_family(len(setting.bpb_items))}
+
+
 VIEW_OF = {"plain": "plain", "markdown": "markdown", "clean_text_web_plain": "plain", "clean_text_web_markdown": "markdown"}
 
 
@@ -180,11 +192,12 @@ def simulate(setting: Setting, rng: np.random.Generator, bpb_effect: float = 0.0
         answers = (rng.random((arms, seeds, n)) < p).astype(float)
         for a in range(arms):
             out["accuracy"][a][f"acc_{t}"] = answers[a]
-    seed_shift = shifts(BPB_SEED_COMMON, BPB_SEED_OWN, len(ITEMS))
-    for t, n in enumerate(ITEMS):
+    seed_shift = shifts(BPB_SEED_COMMON, BPB_SEED_OWN, len(setting.bpb_items))
+    documents = math.sqrt(setting.bpb_documents)
+    for t, n in enumerate(setting.bpb_items):
         base = rng.normal(1.2, setting.document_sd, n)
-        values = (base + rng.normal(0, BPB_LEANING, (arms, 1, n)) + seed_shift[:, :, t, None]
-                  + rng.normal(0, BPB_INTERACTION, (arms, seeds, n))
+        values = (base + rng.normal(0, documents * BPB_LEANING, (arms, 1, n)) + seed_shift[:, :, t, None]
+                  + rng.normal(0, documents * BPB_INTERACTION, (arms, seeds, n))
                   + np.array([effects["bpb"][a][""] for a in range(arms)])[:, None, None])
         for a in range(arms):
             out["bpb"][a][f"bpb_{t}"] = values[a]
@@ -218,15 +231,16 @@ def _wrong(cell: dict, truth: float) -> bool:
     return truth == 0 or (cell["difference"] > 0) != (truth > 0)
 
 
-def true_seed_sd(family: str, score: str) -> float:
+def true_seed_sd(family: str, score: str, setting: Setting | None = None) -> float:
     """The generator's SD of an arm's decision score across seeds (not the noisier arm's): its
-    shifts, and the seed-by-document term over the score's documents."""
+    shifts, and the seed-by-document term over the score's documents (bits per byte: the setting's)."""
     if family == "clean_text":
         return math.sqrt(CLEAN_SEED_COMMON ** 2 + CLEAN_SEED_OWN ** 2 + CLEAN_INTERACTION ** 2 / CLEAN_DOCUMENTS)
+    items, documents = (setting.bpb_items, setting.bpb_documents) if setting and family == "bpb" else (ITEMS, 1.0)
     common, own, per_document = {"accuracy": (ACC_SEED_COMMON, ACC_SEED_OWN, ACC_ANSWER),
-                                 "bpb": (BPB_SEED_COMMON, BPB_SEED_OWN, BPB_INTERACTION ** 2)}[family]
-    weights = FAMILIES[family].task_weights(score)
-    return math.sqrt(common ** 2 + sum(w ** 2 * (own ** 2 + per_document / n) for w, n in zip(weights.values(), ITEMS,
+                                 "bpb": (BPB_SEED_COMMON, BPB_SEED_OWN, documents * BPB_INTERACTION ** 2)}[family]
+    weights = (families(setting) if setting else FAMILIES)[family].task_weights(score)
+    return math.sqrt(common ** 2 + sum(w ** 2 * (own ** 2 + per_document / n) for w, n in zip(weights.values(), items,
                                                                                                   strict=True)))
 
 
@@ -246,17 +260,24 @@ def named_variances(setting: Setting, rng: np.random.Generator, bpb_effect: floa
     return named_seed_variances(FAMILIES, arms, {"of two seeds": rung})
 
 
+def run_report(setting: Setting, matrices: dict, views: dict, named: dict | None = None) -> dict:
+    """The report's arms and families of one simulated run (`simulate`'s matrices and views), the first
+    arm the reference; `named`: per family, the seed variances named for one-seed arms."""
+    arms = list(matrices["accuracy"])
+    seeds_of = {arm: list(range(1, setting.seeds + 1)) for arm in arms}
+    return {"arms": arms, "reference_arm": arms[0],
+            "families": {name: compare_arms(f, matrices[name], seeds_of, views if name == "clean_text" else None,
+                                            bounds=False, named=(named or {}).get(name))
+                         for name, f in families(setting).items()}}
+
+
 def replicate(setting: Setting, number: int, bpb_effect: float) -> dict:
     """One run through the report's decision procedure, and what it got wrong or right; its numbers
     from its own seed (the setting's name and its number)."""
     rng = np.random.default_rng([zlib.crc32(setting.name.encode()), number])
     matrices, views, effects = simulate(setting, rng, bpb_effect)
     arms = list(matrices["accuracy"])
-    seeds_of = {arm: list(range(1, setting.seeds + 1)) for arm in arms}
-    named = named_variances(setting, rng, bpb_effect, arms)
-    report = {"arms": arms, "reference_arm": arms[0],
-              "families": {name: compare_arms(f, matrices[name], seeds_of, views if name == "clean_text" else None,
-                                              bounds=False, named=named[name]) for name, f in FAMILIES.items()}}
+    report = run_report(setting, matrices, views, named_variances(setting, rng, bpb_effect, arms))
     decision, every, flags = decision_rows(report), every_pair_rows(report), format_flags(report)
     noisy = arms[-1] if setting.noisier != 1 else None
     # coverage: the p-value at its true difference of every interval that holds the seeds' noise
@@ -332,15 +353,15 @@ def document_sd_for(rho: float) -> float:
     return math.sqrt(rho / (1 - rho) * (BPB_LEANING ** 2 + BPB_INTERACTION ** 2))
 
 
-def true_noise() -> ScoreNoise:
-    """The noise of the gold answers' bits-per-byte average with the generator's true parameters:
-    per document, a pair's fixed variance 2 x leaning^2 and each arm's interaction^2; each arm's
-    seed variance of the average, its shifts and its interaction."""
-    weights = FAMILIES["bpb"].task_weights("average")
-    items = {f"bpb_{i}": n for i, n in enumerate(ITEMS)}
-    seed = true_seed_sd("bpb", "average") ** 2
-    return measured_score_noise(weights, {t: (2 * BPB_LEANING ** 2, BPB_INTERACTION ** 2) for t in weights}, items,
-                                (seed, seed))
+def true_noise(setting: Setting | None = None) -> ScoreNoise:
+    """The noise of the gold answers' bits-per-byte average with the generator's true parameters (the
+    setting's tasks and documents' variances): per document, a pair's fixed variance 2 x leaning^2 and
+    each arm's interaction^2; each arm's seed variance of the average, its shifts and its interaction."""
+    items, documents = (setting.bpb_items, setting.bpb_documents) if setting else (ITEMS, 1.0)
+    weights = bpb_family(len(items)).task_weights("average")
+    seed = true_seed_sd("bpb", "average", setting) ** 2
+    return measured_score_noise(weights, {t: (2 * documents * BPB_LEANING ** 2, documents * BPB_INTERACTION ** 2)
+                                          for t in weights}, {f"bpb_{i}": n for i, n in enumerate(items)}, (seed, seed))
 
 
 @functools.cache
@@ -578,9 +599,16 @@ def primary_at_mdd(number: int) -> bool:
     the report's primary decision calls it better."""
     rng = np.random.default_rng([zlib.crc32(f"{PRINTED.name}: primary".encode()), number])
     run, _, _ = simulate(PRINTED, rng, -true_mdd(PRINTED.seeds, ALPHA))
-    cell = compare_arms(FAMILIES["bpb"], run["bpb"], {arm: [1, 2] for arm in run["bpb"]},
+    return primary_better(PRINTED, run["bpb"])
+
+
+def primary_better(setting: Setting, bpb: dict) -> bool:
+    """Whether the report's primary decision (arm1 − arm0 on the bits-per-byte average, two-sided at
+    0.05) calls arm1 better on a run's bits-per-byte matrices."""
+    seeds = list(range(1, setting.seeds + 1))
+    cell = compare_arms(families(setting)["bpb"], bpb, dict.fromkeys(bpb, seeds),
                         bounds=False)["pairs"][" − ".join(PRIMARY_PAIR)]["columns"]["average"]
-    return decide_primary(cell | {"seeds": [1, 2]}, True, "two-sided").get("result") == "better"
+    return decide_primary(cell | {"seeds": seeds}, True, "two-sided").get("result") == "better"
 
 
 def _printed_work(job: tuple[str, range]) -> list:

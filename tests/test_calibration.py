@@ -8,6 +8,7 @@ import pytest
 
 from bench import calibration, printed_mdd, rho_coverage
 from evaluation import power_simulation
+from evaluation.power_measured import measure_family
 
 
 @pytest.mark.slow
@@ -73,3 +74,36 @@ def test_the_printed_mdd_and_rho_coverage_benches_write_their_rows(tmp_path, mon
     assert rho_coverage.main(["--pilots", "3", "--draws", "20", "--settings", "2 arms", "--planted", "0.6", "0.8",
                               "--out", str(out)]) == 0
     assert [r["planted"] for r in json.loads(out.read_text())] == pytest.approx([0.6, 0.8])
+
+
+def test_the_brute_cells_plant_the_documents_share_their_truth_names():
+    # the documents' variances scaled to half of Var(D) at 2 seeds, on one task of many documents: what the pilot
+    # measures is the truth the cell's true MDD is priced on
+    setting = printed_mdd.with_documents_share(calibration.Setting("one task", 2, 2, bpb_items=(4000,)), 0.5)
+    assert printed_mdd.documents_share(setting) == pytest.approx(0.5)
+    truth = calibration.true_noise(setting)
+    run, _, _ = calibration.simulate(setting, np.random.default_rng(0))
+    measured = measure_family(calibration.families(setting)["bpb"], run["bpb"]).noise(("columns", "average"))
+    assert measured.fixed == pytest.approx(truth.fixed, rel=0.1)
+    assert measured.interaction == pytest.approx(truth.interaction, rel=0.1)
+
+
+def test_a_brute_cell_goes_on_from_the_pilots_its_record_holds(tmp_path, monkeypatch):
+    monkeypatch.setattr(printed_mdd, "FROM_RUN_DRAWS", 64)
+    monkeypatch.setattr(power_simulation, "CALIBRATION_GRID", np.geomspace(1e-1, 1e1, 3))
+    monkeypatch.setattr(power_simulation, "DRAWS", 256)  # the truth's threshold
+    cells = (printed_mdd.Cell(calibration.Setting("2 x 2 primary", 2, 2, bpb_items=(50, 50)), "primary", 0.5),
+             printed_mdd.Cell(calibration.Setting("3 x 2 decision table", 3, 2, bpb_items=(50, 50)), "decision table", 0.5))
+    whole, split = tmp_path / "whole.json", tmp_path / "split.json"
+    printed_mdd.run_brute(cells, 2, whole)
+    printed_mdd.run_brute(cells, 1, split)
+    rows = printed_mdd.run_brute(cells, 2, split)
+    assert [r["per_pilot"] for r in rows] == [r["per_pilot"] for r in json.loads(whole.read_text())]
+    for row, alpha in zip(rows, (0.05, 0.05 / 8), strict=True):  # the table: 2 arms x 4 decision scores, Bonferroni
+        assert row["pilots"] == 2 and row["alpha"] == pytest.approx(alpha) and 0 <= row["power_at_printed_mdd"] <= 1
+        assert 0 <= row["model_power"] <= 1 and row["true_mdd"] > 0
+    # --diagnose: the same pilots' seeds' estimates (w) drawn again; the evened power and the documents' cost
+    printed_mdd.diagnose(cells, split, points=3)
+    for row in json.loads(split.read_text()):
+        assert row["seed_estimate_mean"] > 0 and -1 <= row["power_seed_draws_evened"] <= 2
+        assert abs(row["documents_estimate_cost"]) < 0.5 and row["power_seed_draws_evened_se"] > 0
