@@ -170,15 +170,16 @@ def pair_correlation(weights: dict[str, float], a: dict[str, np.ndarray], b: dic
                                         for t, k in n.items()})
     if np.isnan(rho[0]):
         return None
-    out = {"rho": clip_rho(float(rho[0])), "phi": float(phi[0]), "clipped": clip_rho(float(rho[0])) != rho[0],
-           "unclipped": float(rho[0]), "low": None, "high": None, "phi_low": None, "phi_high": None}
+    estimate = float(rho[0])  # a Python float: the dict goes to report.json as it is, and numpy's bool is no JSON
+    out = {"rho": clip_rho(estimate), "phi": float(phi[0]), "clipped": clip_rho(estimate) != estimate, "unclipped": estimate,
+           "low": None, "high": None, "phi_low": None, "phi_high": None}
     resampled = [_rho_phi(weights, a, b, {t: _resampled_counts(rng, k, min(_DRAW_CHUNK, draws - start)) for t, k in n.items()})
                  for start in range(0, draws, _DRAW_CHUNK)]
     boot_rho, boot_phi = (np.concatenate([r[part] for r in resampled] or [np.zeros(0)]) for part in (0, 1))
     usable = ~np.isnan(boot_rho)
     if usable.sum() < 2 or np.isnan(rho[1:]).any():  # draws=0: the estimates alone
         return out
-    low, high = bca_interval(float(rho[0]), boot_rho[usable], rho[1:])
+    low, high = bca_interval(estimate, boot_rho[usable], rho[1:])
     phi_low, phi_high = bca_interval(float(phi[0]), boot_phi[usable], phi[1:])
     return out | {"low": clip_rho(low), "high": clip_rho(high), "phi_low": max(0.0, phi_low), "phi_high": min(1.0, phi_high)}
 

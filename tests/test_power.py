@@ -2,6 +2,7 @@
 a brute-force simulation of the report's decision, measured noise from a hand-made run, and the
 refusal to measure seed noise from one seed."""
 
+import json
 import math
 from dataclasses import replace
 
@@ -366,6 +367,7 @@ def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a
     planted = 1 / (1 + 0.25 + 0.01)
     assert rho["source"] == "the primary pair b − a" and rho["low"] <= planted <= rho["high"]
     assert abs(rho["rho"] - planted) < 0.03 and rho["high"] - rho["low"] < 0.1
+    assert json.loads(json.dumps(rho)) == rho  # report.json and --from-run --json keep it as it is (no numpy bool)
     own, from_pair = m.documents_of(key, ("b", "a"))
     assert from_pair and own is m.pair_tasks[frozenset(("a", "b"))]
     assert m.noise(key, ("b", "a")).fixed < 0.5 * m.noise(key, ("c", "a")).fixed  # its own, not the pool's
