@@ -370,12 +370,15 @@ def run_power(config: ExperimentConfig) -> dict:
 def primary_rho(m: MeasuredFamily, matrices: dict[str, dict[str, np.ndarray]], key: tuple[str, str],
                 pair: tuple[str, str] | None) -> dict:
     """The item correlation the primary MDD is priced on and its source: the primary pair's own with its
-    interval where the pair's documents are informative, else the mean over every pair of arms (stated)."""
+    interval where the pair's documents are informative, else the mean over every pair of arms (stated; the
+    report's comparison holds the primary pair's two arms alone, so there it is that pair's own, said so)."""
     own = pair_correlation(m.scores[key], matrices[pair[1]], matrices[pair[0]]) if pair else None
     if own is not None and m.documents_of(key, pair)[1]:
         return own | {"source": f"the primary pair {pair[0]} − {pair[1]}"}
-    pooled = [r for a, b in combinations(matrices, 2)
-              if (r := pair_correlation(m.scores[key], matrices[a], matrices[b], draws=0)) is not None]
+    pairs = list(combinations(matrices, 2))
+    pooled = [r for a, b in pairs if (r := pair_correlation(m.scores[key], matrices[a], matrices[b], draws=0)) is not None]
     why = ("its arms did not both run" if pair is None else "its two arms answered every document alike")
+    over = ("the pool over every pair of arms" if len(pairs) > 1
+            else "the only pair of arms, {} − {}, without an interval".format(*pairs[0]))
     return {"rho": float(np.mean([r["rho"] for r in pooled])) if pooled else None, "low": None, "high": None,
-            "source": f"the pool over every pair of arms (the primary pair is uninformative: {why})"}
+            "source": f"{over} (the primary pair is uninformative: {why})"}

@@ -377,6 +377,11 @@ def test_the_primary_pair_is_priced_on_its_own_item_correlation_recovered_from_a
     pooled = power_measured.primary_rho(m, matrices, key, ("d", "a"))
     assert pooled["source"].startswith("the pool over every pair of arms (the primary pair is uninformative")
     assert pooled["low"] is None and 0 <= pooled["rho"] <= 0.95
+    # the report measures the primary pair's two arms alone: there is no other pair to pool, and the source says so
+    alone = {arm: matrices[arm] for arm in ("d", "a")}
+    only = power_measured.primary_rho(power_measured.measure_family(family, alone), alone, key, ("d", "a"))
+    assert only["source"] == ("the only pair of arms, d − a, without an interval (the primary pair is uninformative: "
+                              "its two arms answered every document alike)")
     assert power_measured.clip_rho(-0.2) == 0.0 and power_measured.clip_rho(1.0) == 0.95
 
 
