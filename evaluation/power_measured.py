@@ -372,8 +372,10 @@ def primary_rho(m: MeasuredFamily, matrices: dict[str, dict[str, np.ndarray]], k
     """The item correlation the primary MDD is priced on and its source: the primary pair's own with its
     interval where the pair's documents are informative, else the mean over every pair of arms (stated; the
     report's comparison holds the primary pair's two arms alone, so there it is that pair's own, said so)."""
-    own = pair_correlation(m.scores[key], matrices[pair[1]], matrices[pair[0]]) if pair else None
-    if own is not None and m.documents_of(key, pair)[1]:
+    # the bootstrap (seconds) only where the pair's documents can inform it
+    own = pair_correlation(m.scores[key], matrices[pair[1]], matrices[pair[0]]) \
+        if pair and m.documents_of(key, pair)[1] else None
+    if own is not None:
         return own | {"source": f"the primary pair {pair[0]} − {pair[1]}"}
     pairs = list(combinations(matrices, 2))
     pooled = [r for a, b in pairs if (r := pair_correlation(m.scores[key], matrices[a], matrices[b], draws=0)) is not None]
